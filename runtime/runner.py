@@ -1,0 +1,311 @@
+"""Run a compiled plan step by step into a run directory.
+
+Each step's output lives in ``RUN_DIR/<step>/`` with a ``manifest.json``. A step is
+*reused* when its inputs hash matches the one in its manifest; the inputs hash
+covers exactly the parts of the plan the step reads plus the outputs of the steps it
+reads, so a schema edit that only renames physical columns reruns the warehouse
+build but reuses distillation and training (the world step reports a hash of the
+*logical* data, which a physical rename does not change).
+
+Steps write into a temporary sibling directory that is renamed into place only when
+the step finishes, so an interrupted run leaves no half-written step behind and the
+next ``craftc run`` resumes from the first step without a manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import platform
+import shutil
+import time
+import traceback
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable
+
+from rich.console import Console
+
+from craftc.ir import Plan
+from runtime.plan import PlanError, load_plan, plan_content_hash
+from runtime.step_context import StepContext, StepError, StepResult
+
+__all__ = ["STEPS", "run_plan", "select_steps", "step_inputs_hash"]
+
+STEPS: tuple[str, ...] = ("world", "distill", "gate", "dataset", "sft", "grpo", "eval", "report")
+
+# Where each step's code lives; imported only when the step runs, so `craftc run
+# --only world` never pays for importing torch.
+STEP_FUNCTIONS: dict[str, str] = {
+    "world": "runtime.world.step:run_world",
+    "distill": "runtime.distill.step:run_distill",
+    "gate": "runtime.distill.step:run_gate",
+    "dataset": "runtime.distill.step:run_dataset",
+    "sft": "runtime.train.sft:run_sft_step",
+    "grpo": "runtime.train.grpo:run_grpo",
+    "eval": "runtime.eval.step:run_eval",
+    "report": "runtime.report.step:run_report",
+}
+
+# The earlier steps whose outputs each step reads.
+UPSTREAM: dict[str, tuple[str, ...]] = {
+    "world": (),
+    "distill": ("world",),
+    "gate": ("world", "distill"),
+    "dataset": ("world", "gate"),
+    "sft": ("dataset",),
+    "grpo": ("world", "dataset", "sft"),
+    "eval": ("world", "dataset", "sft", "grpo"),
+    "report": ("sft", "grpo", "eval", "gate"),
+}
+
+# Steps that only need the *logical* content of the warehouse: a physical rename
+# must not invalidate them.
+LOGICAL_READERS = {"distill", "gate", "dataset", "grpo"}
+
+MANIFEST = "manifest.json"
+VERSIONED_PACKAGES = ("craft", "duckdb", "torch", "transformers", "trl", "accelerate", "datasets")
+
+
+def _canonical_hash(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _logical_schema(schema: dict) -> dict:
+    """The schema without physical bindings: what agent code and prompts can see."""
+    physical = {"table", "column", "scale"}
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k not in physical}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return strip(schema)
+
+
+def _plan_parts(step: str, recipe: dict, artifacts: dict[str, str]) -> dict[str, Any]:
+    """The parts of the plan a step reads."""
+    stages = recipe["stages"]
+    models = recipe["models"]
+
+    def arts(prefix: str) -> dict[str, str]:
+        return {k: v for k, v in artifacts.items() if k.startswith(prefix)}
+
+    logical = _logical_schema(recipe["schema"])
+    common = {"seed": recipe["seed"]}
+    parts: dict[str, dict[str, Any]] = {
+        "world": {"schema": recipe["schema"], "scale": recipe["scale"],
+                  "binding": arts("sql/binding.sql")},
+        "distill": {"schema": logical, "workflows": recipe["workflows"], "teacher": recipe["teacher"],
+                    "format": recipe["format"], "tools": recipe["tools"], "eval": recipe["eval"],
+                    "solutions": arts("solutions/")},
+        "gate": {"schema": logical, "gates": recipe["gates"], "judges": recipe["judges"],
+                 "format": recipe["format"]},
+        "dataset": {"prompts": arts("prompts/"), "input_builder": arts("specs/input_builder.json"),
+                    "format": recipe["format"], "eval": recipe["eval"]},
+        "sft": {"stages": [s for s in stages if s["kind"] == "sft"], "models": models,
+                "configs": arts("stages/"), "masking": arts("specs/masking.json")},
+        "grpo": {"stages": stages, "models": models, "reward": recipe["reward"],
+                 "configs": arts("stages/"), "prompts": arts("prompts/")},
+        "eval": {"eval": recipe["eval"], "stages": stages, "prompts": arts("prompts/"),
+                 "workflows": recipe["workflows"], "format": recipe["format"]},
+        "report": {"eval": recipe["eval"], "reward": recipe["reward"]},
+    }
+    return {**common, **parts[step]}
+
+
+def _read_manifest(step_dir: Path) -> dict | None:
+    try:
+        data = json.loads((step_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) and data.get("status") == "complete" else None
+
+
+def _carry_hash(step: str, manifest: dict, reader: str) -> str:
+    """What a downstream step sees of an upstream step's output."""
+    if step == "world" and reader in LOGICAL_READERS:
+        logical = manifest.get("metrics", {}).get("logical_data_hash")
+        if logical:
+            return f"logical:{logical}"
+    return manifest["outputs_hash"]
+
+
+def step_inputs_hash(step: str, plan: Plan, run_dir: Path) -> str:
+    """Hash of everything the step reads; equal hashes mean the step can be reused."""
+    data = plan.model_dump(mode="json", by_alias=True)
+    upstream = {}
+    for up in UPSTREAM[step]:
+        manifest = _read_manifest(run_dir / up)
+        upstream[up] = _carry_hash(up, manifest, step) if manifest else "missing"
+    return _canonical_hash({"step": step, "plan": _plan_parts(step, data["recipe"], data["artifacts"]),
+                            "upstream": upstream})
+
+
+def _outputs(step_dir: Path) -> tuple[list[dict[str, Any]], str]:
+    files = []
+    for path in sorted(p for p in step_dir.rglob("*") if p.is_file() and p.name != MANIFEST):
+        digest = hashlib.sha256()
+        with path.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+        files.append({"path": path.relative_to(step_dir).as_posix(), "bytes": path.stat().st_size,
+                      "sha256": digest.hexdigest()})
+    return files, _canonical_hash([(f["path"], f["sha256"]) for f in files])
+
+
+def _versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for name in VERSIONED_PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def _load_step_function(step: str) -> Callable[[StepContext], StepResult]:
+    module_name, func_name = STEP_FUNCTIONS[step].split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (exc.name == module_name or module_name.startswith(exc.name + ".")):
+            raise StepError(f"step `{step}` is not available in this craft install "
+                            f"(module `{module_name}` is missing)") from None
+        raise
+    return getattr(module, func_name)
+
+
+def select_steps(only: str | None = None, from_step: str | None = None,
+                 until: str | None = None) -> tuple[str, ...]:
+    """The steps to run, in order, for the CLI's --only/--from/--until."""
+    for name, value in (("--only", only), ("--from", from_step), ("--until", until)):
+        if value is not None and value not in STEPS:
+            raise StepError(f"unknown step `{value}` for {name}; the steps are: {', '.join(STEPS)}")
+    if only:
+        return (only,)
+    start = STEPS.index(from_step) if from_step else 0
+    stop = STEPS.index(until) + 1 if until else len(STEPS)
+    if start >= stop:
+        raise StepError(f"--from {from_step} comes after --until {until}; nothing to run")
+    return STEPS[start:stop]
+
+
+def _quarantine(step_dir: Path) -> Path:
+    """Move a corrupt step dir aside instead of deleting it: no data is lost."""
+    n = 1
+    while (target := step_dir.with_name(f"{step_dir.name}.corrupt-{n}")).exists():
+        n += 1
+    step_dir.rename(target)
+    return target
+
+
+def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Console,
+             force: bool) -> dict[str, Any]:
+    step_dir = run_dir / step
+    inputs_hash = step_inputs_hash(step, plan, run_dir)
+    if step_dir.exists():
+        manifest = _read_manifest(step_dir)
+        if manifest is None:
+            moved = _quarantine(step_dir)
+            console.print(f"[yellow]![/] {step}: output had no valid manifest (interrupted or corrupt); "
+                          f"kept it as {moved.name} and rebuilding")
+        elif manifest.get("inputs_hash") == inputs_hash and not force:
+            console.print(f"[green]=[/] {step}: reused (inputs unchanged)")
+            return {"step": step, "status": "reused", "wall_s": 0.0}
+    for up in UPSTREAM[step]:
+        if _read_manifest(run_dir / up) is None:
+            raise StepError(f"step `{step}` needs the output of `{up}`, which is not in {run_dir}; "
+                            f"run `craftc run {plan_dir} --until {up}` first")
+
+    tmp_dir = run_dir / f".tmp-{step}"
+    if tmp_dir.exists():
+        shutil.rmtree(tmp_dir)
+    tmp_dir.mkdir(parents=True)
+    console.rule(f"[bold]{step}")
+    ctx = StepContext(plan=plan, plan_dir=plan_dir, run_dir=run_dir, out_dir=tmp_dir,
+                      console=console, seed=plan.recipe.seed)
+    started = time.perf_counter()
+    result = _load_step_function(step)(ctx)
+    wall_s = round(time.perf_counter() - started, 3)
+
+    files, outputs_hash = _outputs(tmp_dir)
+    manifest = {
+        "step": step, "status": "complete", "inputs_hash": inputs_hash, "plan_hash": plan.content_hash,
+        "recipe": plan.recipe.name, "profile": plan.recipe.profile, "seed": plan.recipe.seed,
+        "metrics": result.metrics, "outputs": files, "outputs_hash": outputs_hash,
+        "versions": _versions(), "wall_s": wall_s,
+    }
+    (tmp_dir / MANIFEST).write_text(json.dumps(manifest, sort_keys=True, indent=2, default=str) + "\n",
+                                    encoding="utf-8")
+    if step_dir.exists():
+        old = run_dir / f".old-{step}"
+        if old.exists():
+            shutil.rmtree(old)
+        step_dir.rename(old)
+        tmp_dir.rename(step_dir)
+        shutil.rmtree(old)
+    else:
+        tmp_dir.rename(step_dir)
+    console.print(f"[green]✓[/] {step}: done in {wall_s:.1f}s")
+    return {"step": step, "status": "ran", "wall_s": wall_s}
+
+
+def run_plan(plan_dir: Path | str, run_dir: Path | str | None = None, only: str | None = None,
+             from_step: str | None = None, until: str | None = None, force: bool = False,
+             console: Console | None = None) -> int:
+    """Run the selected steps of a plan; returns a process exit code.
+
+    Example:
+        >>> run_plan("build/ads_analytics", only="world")  # doctest: +SKIP
+        0
+    """
+    console = console or Console(stderr=True)
+    plan_dir = Path(plan_dir)
+    try:
+        plan = load_plan(plan_dir)
+        steps = select_steps(only, from_step, until)
+    except StepError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        return 1
+    run_dir = Path(run_dir) if run_dir else Path("runs") / plan.recipe.name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    plan_bytes = (plan_dir / "plan.json").read_bytes()
+
+    record: list[dict[str, Any]] = []
+    try:
+        for step in steps:
+            if (plan_dir / "plan.json").read_bytes() != plan_bytes:
+                raise PlanError(f"`{plan_dir}/plan.json` changed while this run was in progress; "
+                                "rerun `craftc run` to continue with the new plan")
+            record.append(_run_one(step, plan, plan_dir, run_dir, console, force))
+    except StepError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        return 1
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/]: finished steps are kept; rerun the same command to resume")
+        return 130
+    except Exception as exc:  # an internal failure: summarise, keep the traceback behind a flag
+        console.print(f"[bold red]internal error[/] in step `{step}`: {type(exc).__name__}: {exc}")
+        if os.environ.get("CRAFT_DEBUG"):
+            console.print(traceback.format_exc())
+        else:
+            console.print("set CRAFT_DEBUG=1 to see the traceback; finished steps are kept")
+        return 1
+    finally:
+        _write_run_record(run_dir, plan, record)
+    return 0
+
+
+def _write_run_record(run_dir: Path, plan: Plan, record: list[dict[str, Any]]) -> None:
+    """`run.json`: which steps ran and which were reused in the latest invocation."""
+    data = {"plan_hash": plan.content_hash or plan_content_hash(plan.model_dump(mode="json", by_alias=True)),
+            "recipe": plan.recipe.name, "profile": plan.recipe.profile, "steps": record}
+    tmp = run_dir / ".run.json.tmp"
+    tmp.write_text(json.dumps(data, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(run_dir / "run.json")

@@ -1,0 +1,146 @@
+"""The runner's contract: manifests, reuse, resume, atomic steps, stale plans.
+
+The steps here are small test functions registered in place of the real ones, so
+these tests pin down the runner's own behaviour independent of what the steps do.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from craftc.ir import Entity, EntityField, EntityKey, FieldType, Plan, Recipe, Schema
+from runtime import runner
+from runtime.plan import plan_content_hash
+from runtime.step_context import StepResult
+
+CALLS: list[str] = []
+
+
+def _world(ctx):
+    CALLS.append("world")
+    (ctx.out_dir / "warehouse.txt").write_text("rows")
+    return StepResult(metrics={"logical_data_hash": "L1"})
+
+
+def _distill(ctx):
+    CALLS.append("distill")
+    assert (ctx.input_dir("world") / "warehouse.txt").exists()
+    (ctx.out_dir / "candidates.txt").write_text("c")
+    return StepResult(metrics={"candidates": 1})
+
+
+def _boom(ctx):
+    (ctx.out_dir / "half.txt").write_text("half-written")
+    raise KeyboardInterrupt
+
+
+def _schema(column: str) -> Schema:
+    return Schema(name="s", version=1, source="s.craft", entities=(
+        Entity(name="Campaign", table="adw.cmp", view="campaign",
+               key=EntityKey(name="id", column="cmp_id"),
+               fields=(EntityField(name="name", type=FieldType(kind="string"), column=column),)),
+    ))
+
+
+def write_plan(plan_dir: Path, column: str = "cmp_nm") -> Path:
+    plan_dir.mkdir(parents=True, exist_ok=True)
+    plan = Plan(craftc_version="test", recipe=Recipe(name="r", schema=_schema(column)))
+    data = plan.model_dump(mode="json", by_alias=True)
+    data["content_hash"] = plan_content_hash(data)
+    (plan_dir / "plan.json").write_text(json.dumps(data, sort_keys=True, indent=2))
+    return plan_dir
+
+
+@pytest.fixture(autouse=True)
+def fake_steps(monkeypatch):
+    CALLS.clear()
+    monkeypatch.setattr(runner, "STEP_FUNCTIONS", {
+        **runner.STEP_FUNCTIONS,
+        "world": f"{__name__}:_world",
+        "distill": f"{__name__}:_distill",
+    })
+
+
+def run(plan_dir, run_dir, **kw):
+    return runner.run_plan(plan_dir, run_dir, console=Console(file=open("/dev/null", "w")), **kw)
+
+
+def test_each_step_writes_a_manifest_with_inputs_outputs_and_versions(tmp_path):
+    plan_dir = write_plan(tmp_path / "plan")
+    assert run(plan_dir, tmp_path / "run", until="distill") == 0
+    manifest = json.loads((tmp_path / "run/world/manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    assert manifest["outputs"][0]["path"] == "warehouse.txt"
+    assert manifest["metrics"] == {"logical_data_hash": "L1"}
+    assert "duckdb" in manifest["versions"] and manifest["inputs_hash"]
+    assert CALLS == ["world", "distill"]
+
+
+def test_a_rerun_with_unchanged_inputs_reuses_every_step(tmp_path):
+    plan_dir = write_plan(tmp_path / "plan")
+    run(plan_dir, tmp_path / "run", until="distill")
+    CALLS.clear()
+    assert run(plan_dir, tmp_path / "run", until="distill") == 0
+    assert CALLS == []
+    record = json.loads((tmp_path / "run/run.json").read_text())
+    assert [s["status"] for s in record["steps"]] == ["reused", "reused"]
+
+
+def test_a_physical_rename_rebuilds_the_world_but_reuses_distillation(tmp_path):
+    run(write_plan(tmp_path / "plan"), tmp_path / "run", until="distill")
+    CALLS.clear()
+    renamed = write_plan(tmp_path / "plan2", column="campaign_name")
+    assert run(renamed, tmp_path / "run", until="distill") == 0
+    # the world step reports the same logical data hash, so distill is reused
+    assert CALLS == ["world"]
+
+
+def test_an_interrupted_step_leaves_nothing_half_written_and_the_rerun_resumes(tmp_path, monkeypatch):
+    plan_dir = write_plan(tmp_path / "plan")
+    monkeypatch.setitem(runner.STEP_FUNCTIONS, "distill", f"{__name__}:_boom")
+    assert run(plan_dir, tmp_path / "run", until="distill") == 130
+    assert (tmp_path / "run/world/manifest.json").exists()
+    assert not (tmp_path / "run/distill").exists()
+    monkeypatch.setitem(runner.STEP_FUNCTIONS, "distill", f"{__name__}:_distill")
+    CALLS.clear()
+    assert run(plan_dir, tmp_path / "run", until="distill") == 0
+    assert CALLS == ["distill"]
+
+
+def test_a_corrupt_manifest_is_kept_aside_and_the_step_rebuilt(tmp_path):
+    plan_dir = write_plan(tmp_path / "plan")
+    run(plan_dir, tmp_path / "run", only="world")
+    (tmp_path / "run/world/manifest.json").write_text("{not json")
+    CALLS.clear()
+    assert run(plan_dir, tmp_path / "run", only="world") == 0
+    assert CALLS == ["world"]
+    assert (tmp_path / "run/world.corrupt-1/warehouse.txt").read_text() == "rows"
+
+
+def test_a_step_whose_upstream_is_missing_says_which_command_to_run(tmp_path, capsys):
+    plan_dir = write_plan(tmp_path / "plan")
+    console = Console(file=open(tmp_path / "out.txt", "w"), width=200)
+    assert runner.run_plan(plan_dir, tmp_path / "run", only="distill", console=console) == 1
+    console.file.close()
+    text = (tmp_path / "out.txt").read_text()
+    assert "needs the output of `world`" in text and "--until world" in text
+
+
+def test_a_hand_edited_plan_is_refused(tmp_path):
+    plan_dir = write_plan(tmp_path / "plan")
+    data = json.loads((plan_dir / "plan.json").read_text())
+    data["recipe"]["seed"] = 99
+    (plan_dir / "plan.json").write_text(json.dumps(data))
+    console = Console(file=open(tmp_path / "out.txt", "w"), width=200)
+    assert runner.run_plan(plan_dir, tmp_path / "run", console=console) == 1
+    console.file.close()
+    assert "modified after compilation" in (tmp_path / "out.txt").read_text()
+
+
+def test_step_selection_follows_the_fixed_order():
+    assert runner.select_steps(from_step="sft", until="eval") == ("sft", "grpo", "eval")
+    assert runner.select_steps(only="gate") == ("gate",)
+    with pytest.raises(runner.StepError, match="unknown step `trian`"):
+        runner.select_steps(only="trian")
