@@ -4,16 +4,36 @@ Heavy imports (torch, transformers, trl) happen inside the submodules' functions
 importing this package is cheap.
 """
 
+from runtime.train.accelerate_configs import (
+    PARALLEL_MODES,
+    AccelerateConfigError,
+    accelerate_config,
+    write_accelerate_config,
+)
+from runtime.train.launch import LaunchError, PreflightError, accelerate_command, preflight, run_launch
 from runtime.train.masking import MaskingError, check_masking, mask_report, write_mask_report
+from runtime.train.sft import SFTSetupError, sft_config_from_plan, train_sft
 from runtime.train.tiny_moe import CHAT_TEMPLATE, DEFAULT_SPEC, TinyMoeSpecError, build_tiny_moe
 
 __all__ = [
     "CHAT_TEMPLATE",
     "DEFAULT_SPEC",
+    "PARALLEL_MODES",
+    "AccelerateConfigError",
+    "LaunchError",
     "MaskingError",
+    "PreflightError",
+    "SFTSetupError",
     "TinyMoeSpecError",
+    "accelerate_command",
+    "accelerate_config",
     "build_tiny_moe",
     "check_masking",
     "mask_report",
+    "preflight",
+    "run_launch",
+    "sft_config_from_plan",
+    "train_sft",
+    "write_accelerate_config",
     "write_mask_report",
 ]

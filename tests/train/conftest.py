@@ -24,7 +24,7 @@ ADVERTISERS = ["Acme Travel", "Blue Fox", "Cedar Foods", "Delta Shoes"]
 
 # Tiny sizes so the whole tests/train suite stays within a few minutes on 2 cores.
 TINY_SPEC = {"hidden": 64, "layers": 2, "heads": 4, "kv_heads": 2, "experts": 4, "top_k": 2,
-             "intermediate": 64, "vocab": 700, "context": 512, "seed": 0}
+             "intermediate": 64, "vocab": 700, "context": 1024, "seed": 0}
 
 
 def _tool_output(i: int, n: int) -> str:
