@@ -1,0 +1,10 @@
+"""Isolated execution of agent code against a read-only DuckDB warehouse.
+
+See docs/sandbox.md for the isolation layers and what each one guarantees.
+"""
+
+from .limits import SandboxLimits
+from .pool import SandboxError, SandboxPool
+from .result import ERROR_CLASSES, ExecResult
+
+__all__ = ["ERROR_CLASSES", "ExecResult", "SandboxError", "SandboxLimits", "SandboxPool"]

@@ -1,0 +1,158 @@
+"""One job, inside a process freshly forked from the worker; never returns.
+
+A fresh fork per job is what makes reuse safe: whatever agent code patches
+(modules, builtins, the API object, DuckDB session state) dies with this
+process, and the next job forks again from the untouched worker.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import sys
+import time
+import traceback
+
+import duckdb
+import pandas as pd
+
+from . import guards
+from .protocol import write_frame
+from .result import frame_to_bytes, to_frame
+
+
+class OutputOverflow(BaseException):
+    """Raised from print() once the stdout budget is spent (BaseException: hard to swallow)."""
+
+
+class TailBuffer:
+    """A stdout stand-in that keeps only the tail and stops the job past a budget."""
+
+    def __init__(self, tail_chars: int, total_chars: int):
+        self.tail_chars, self.total_chars = tail_chars, total_chars
+        self.parts: list[str] = []
+        self.kept = self.written = 0
+        self.overflowed = False
+
+    def write(self, text) -> int:
+        text = str(text)
+        self.written += len(text)
+        self.parts.append(text[-self.tail_chars:])
+        self.kept += min(len(text), self.tail_chars)
+        if self.kept > 2 * self.tail_chars:
+            self.parts = [self.tail()]
+            self.kept = len(self.parts[0])
+        if self.written > self.total_chars:
+            self.overflowed = True
+            raise OutputOverflow(f"more than {self.total_chars} characters printed")
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def tail(self) -> str:
+        return "".join(self.parts)[-self.tail_chars:]
+
+
+def _close_inherited_fds(keep: set[int]) -> None:
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _agent_line(exc: BaseException) -> str:
+    # walk_tb, not extract_tb: no source lookup, which would open files under the hook.
+    lines = [line for frame, line in traceback.walk_tb(exc.__traceback__) if frame.f_code.co_filename == "<agent>"]
+    return f" (line {lines[-1]})" if lines else ""
+
+
+def _classify(exc: BaseException, violations: list, stdout: TailBuffer) -> tuple[str, str, str]:
+    """Map an exception raised by agent code to (error_class, error_type, message)."""
+    kind = type(exc).__name__
+    message = f"{kind}: {str(exc)[:300]}{_agent_line(exc)}"
+    if violations:
+        return "SecurityViolation", kind, violations[0]
+    if stdout.overflowed or isinstance(exc, OutputOverflow):
+        return "OutputLimit", "OutputOverflow", f"stdout exceeded {stdout.total_chars} characters"
+    if isinstance(exc, MemoryError) or isinstance(exc, duckdb.OutOfMemoryException):
+        return "MemoryLimit", kind, message
+    if isinstance(exc, OSError) and exc.errno == 27:  # EFBIG: RLIMIT_FSIZE
+        return "OutputLimit", kind, message
+    return "RuntimeError", kind, message
+
+
+def run_job(job: dict, ctx: dict, out_fd: int) -> None:
+    """Isolate, execute `job["code"]`, report on `out_fd`, exit. Runs in the forked child."""
+    started = time.process_time()
+    limits, layers, violations = ctx["limits"], {}, []
+    guards.die_with_parent()
+    _close_inherited_fds(keep={out_fd, *ctx["keep_fds"]})
+    os.chdir(job["temp_dir"])
+    os.environ.update(TMPDIR=job["temp_dir"], HOME=job["temp_dir"])
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # native code printing must not reach the host's terminal
+        os.dup2(devnull, fd)
+    os.close(devnull)
+    layers["uid_drop"] = limits.drop_privileges and guards.drop_privileges(job["uid"])
+    layers.update(guards.apply_rlimits(limits))
+    layers["private_tmp"] = True
+    # Imports after this point search only the interpreter's own directories,
+    # never the host's working tree.
+    sys.path[:] = [p for p in sys.path if p.startswith(ctx["read_roots"])]
+    stdout = TailBuffer(limits.max_stdout_chars, limits.max_stdout_total_chars)
+    sys.stdout = sys.stderr = stdout
+    api = ctx["api_factory"](ctx["con"])
+    layers["audit_hook"] = guards.install_audit_hook(job["temp_dir"], ctx["read_roots"], violations)
+    # Layers are reported before agent code runs, so agent code cannot forge them.
+    write_frame(out_fd, {"kind": "layers", "layers": layers})
+
+    report = {"kind": "result", "ok": False, "error_class": None, "error_type": None,
+              "error_message": None, "result_rows": 0}
+    payload = b""
+    agent_globals = {"__builtins__": builtins, "__name__": "__agent__", "api": api,
+                     "params": job["params"], "pd": pd}
+    try:
+        compiled = compile(job["code"], "<agent>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError) as exc:
+        line = f" (line {exc.lineno})" if getattr(exc, "lineno", None) else ""
+        report.update(error_class="SyntaxError", error_type=type(exc).__name__,
+                      error_message=f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}{line}")
+        compiled = None
+    if compiled is not None:
+        try:
+            exec(compiled, agent_globals)
+            payload = _package_result(agent_globals, report, limits)
+        except BaseException as exc:  # noqa: BLE001 - every failure of agent code is a report
+            report.update(zip(("error_class", "error_type", "error_message"), _classify(exc, violations, stdout)))
+        if violations:  # refused even when agent code caught the Violation
+            report.update(ok=False, error_class="SecurityViolation", error_type="Violation",
+                          error_message=violations[0])
+            payload = b""
+    calls = getattr(api, "calls", ())
+    report["api_calls"] = [str(c)[:200] for c in list(calls)[:1000]] if isinstance(calls, (list, tuple)) else []
+    report["stdout_tail"] = stdout.tail()
+    report["child_cpu_s"] = time.process_time() - started
+    write_frame(out_fd, report, payload)
+
+
+def _package_result(agent_globals: dict, report: dict, limits) -> bytes:
+    if agent_globals.get("result") is None:
+        report.update(error_class="NoResult", error_type=None,
+                      error_message="the code finished without assigning `result`")
+        return b""
+    frame = to_frame(agent_globals["result"])
+    report["result_rows"] = len(frame)
+    payload = frame_to_bytes(frame.head(limits.max_result_rows))
+    if len(payload) > limits.max_result_bytes:
+        report.update(error_class="OutputLimit", error_type=None, result_rows=len(frame),
+                      error_message=f"result is {len(payload)} bytes serialized, over the {limits.max_result_bytes} byte limit")
+        return b""
+    report["ok"] = True
+    return payload
