@@ -1,0 +1,364 @@
+"""Workflow instances: params drawn from the warehouse, questions and solutions rendered.
+
+An *instance* is one concrete analyst conversation: a workflow with param values,
+each turn's question in one of its phrasings, and the reference PLAN and CODE for
+those values. Everything is a pure function of the recipe, the warehouse and a seed:
+each instance draws from its own ``random.Random("<seed>:<workflow>:<index>:<attempt>")``, so
+adding a workflow never changes another workflow's instances.
+
+Phrasings rotate across instances. With ``EvalSpec.holdout_phrasings = N`` the last
+``N`` phrasings of each turn are eval-only; an instance uses either only trainable
+phrasings or only held-out ones in every turn, so a held-out conversation is held out
+as a whole.
+
+Example:
+    >>> import duckdb, random
+    >>> from craftc.ir import Param, Turn, Workflow
+    >>> wf = Workflow(name="w", kind="workflow", turns=(Turn(asks=("q",), solution="s.py"),),
+    ...               params=(Param(name="n", kind="range", low=3, high=10),))
+    >>> sample_params(wf, random.Random(1), duckdb.connect())
+    {'n': 5}
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+import hashlib
+import json
+import random
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from craftc.ir import EvalSpec, Expectation, Param, Recipe, Schema, Workflow
+from runtime.workflows.solutions import format_value, load_solution_text, render_solution
+
+__all__ = [
+    "InstanceError",
+    "Instance",
+    "InstanceTurn",
+    "sample_params",
+    "render_ask",
+    "make_instances",
+    "split_instances",
+    "SPLITS",
+]
+
+SPLITS = ("train", "eval_params", "eval_phrasings", "eval_workflows")
+_DISTINCT_DRAWS = 20  # attempts at a param set not yet used by the workflow
+
+
+class InstanceError(ValueError):
+    """A workflow that cannot be instantiated; the message names it and the fix."""
+
+
+@dataclass(frozen=True)
+class InstanceTurn:
+    """One rendered turn: the question as asked, and the reference PLAN and CODE."""
+
+    ask: str
+    phrasing_index: int
+    phrasings: int                    # how many phrasings the turn has
+    plan: str
+    code: str
+    expectations: tuple[Expectation, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ask": self.ask,
+            "phrasing_index": self.phrasing_index,
+            "phrasings": self.phrasings,
+            "plan": self.plan,
+            "code": self.code,
+            "expectations": [e.model_dump(mode="json") for e in self.expectations],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> InstanceTurn:
+        return cls(
+            ask=data["ask"],
+            phrasing_index=data["phrasing_index"],
+            phrasings=data["phrasings"],
+            plan=data["plan"],
+            code=data["code"],
+            expectations=tuple(Expectation.model_validate(e) for e in data["expectations"]),
+        )
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One concrete conversation of a workflow (a single-turn workflow has one turn)."""
+
+    workflow: str
+    instance_id: str
+    params: dict[str, Any]
+    turns: tuple[InstanceTurn, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (keys in a fixed order) for datasets and manifests."""
+        return {
+            "workflow": self.workflow,
+            "instance_id": self.instance_id,
+            "params": dict(self.params),
+            "turns": [turn.to_dict() for turn in self.turns],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Instance:
+        return cls(
+            workflow=data["workflow"],
+            instance_id=data["instance_id"],
+            params=dict(data["params"]),
+            turns=tuple(InstanceTurn.from_dict(t) for t in data["turns"]),
+        )
+
+    def params_key(self) -> str:
+        """Canonical text of the params: equal keys mean the same question values."""
+        return json.dumps(self.params, sort_keys=True, default=str)
+
+
+# ---------------------------------------------------------------- params
+
+
+def _snake_case(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def _view_of(entity: str, schema: Schema | None) -> str:
+    if schema is not None:
+        for candidate in schema.entities:
+            if candidate.name == entity:
+                return candidate.view
+    return _snake_case(entity)
+
+
+def _plain(value: Any) -> Any:
+    """A warehouse value as a plain Python literal that ``repr`` can put in code."""
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, (_dt.date, _dt.datetime)):
+        return value.isoformat()
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    return value
+
+
+def _column_values(con: Any, view: str, field: str, cache: dict | None) -> list[Any]:
+    key = (view, field)
+    if cache is not None and key in cache:
+        return cache[key]
+    sql = f'SELECT DISTINCT "{field}" FROM "{view}" WHERE "{field}" IS NOT NULL ORDER BY 1'
+    try:
+        values = [_plain(row[0]) for row in con.execute(sql).fetchall()]
+    except Exception as err:  # duckdb raises several error classes; all mean the same here
+        raise InstanceError(
+            f"cannot draw values for `{view}.{field}` from the warehouse ({err}); "
+            "check the param's `from Entity.field` and that the world step bound the views"
+        ) from None
+    if cache is not None:
+        cache[key] = values
+    return values
+
+
+def _draw(param: Param, rng: random.Random, con: Any, schema: Schema | None, cache: dict | None) -> Any:
+    if param.kind == "range":
+        if param.integer:
+            return rng.randint(int(param.low), int(param.high))
+        return round(rng.uniform(param.low, param.high), 2)
+    if param.kind == "choice":
+        return _plain(rng.choice(param.values))
+    view = _view_of(param.entity, schema)
+    values = _column_values(con, view, param.field, cache)
+    if not values:
+        raise InstanceError(
+            f"param `{param.name}`: `{param.entity}.{param.field}` has no non-null values in "
+            "the warehouse; generate data first or draw the param from another field"
+        )
+    return values[rng.randrange(len(values))]
+
+
+def sample_params(
+    workflow: Workflow,
+    rng: random.Random,
+    con: Any,
+    schema: Schema | None = None,
+    cache: dict | None = None,
+) -> dict[str, Any]:
+    """Draw one value for each of a workflow's params, in declaration order.
+
+    Args:
+        workflow: The workflow or conversation.
+        rng: The random source; the same state gives the same values.
+        con: A DuckDB connection whose logical views are bound (column params read it).
+        schema: Maps entity names to view names; without it ``AdGroup`` reads ``ad_group``.
+        cache: Optional dict reused across calls to query each column only once.
+
+    Returns:
+        ``{param name: value}`` with plain Python values (dates as ISO strings).
+    """
+    return {param.name: _draw(param, rng, con, schema, cache) for param in workflow.params}
+
+
+def render_ask(ask: str, params: Mapping[str, Any], workflow: str = "workflow") -> str:
+    """Fill a question's ``{name}`` slots with the param values as text."""
+    try:
+        return ask.format(**{name: format_value(value) for name, value in params.items()})
+    except KeyError as err:
+        raise InstanceError(
+            f"workflow `{workflow}`: the question {ask!r} has slot `{{{err.args[0]}}}` but no "
+            f"param of that name; declare `param {err.args[0]} ...` or fix the slot"
+        ) from None
+    except (IndexError, ValueError) as err:
+        raise InstanceError(
+            f"workflow `{workflow}`: the question {ask!r} is not a valid template ({err}); "
+            "write slots as `{name}` and literal braces as `{{` `}}`"
+        ) from None
+
+
+# ---------------------------------------------------------------- instances
+
+
+def _held_out(eval_spec: EvalSpec, phrasings: int) -> int:
+    """How many of a turn's phrasings are eval-only (at least one stays trainable)."""
+    return max(0, min(eval_spec.holdout_phrasings, phrasings - 1))
+
+
+def _phrasing_for(index: int, workflow: Workflow, turn_phrasings: int, eval_spec: EvalSpec) -> int:
+    # One rotation over "slots": the first slots use trainable phrasings of every turn,
+    # the last `holdout_phrasings` slots use held-out ones, so an instance is held out
+    # (or not) as a whole conversation.
+    widest = max(len(turn.asks) for turn in workflow.turns)
+    held_slots = _held_out(eval_spec, widest)
+    slot = index % widest
+    held = _held_out(eval_spec, turn_phrasings)
+    trainable = turn_phrasings - held
+    if slot < widest - held_slots or held == 0:
+        return slot % trainable
+    return trainable + (slot - (widest - held_slots)) % held
+
+
+def _seeded_rng(seed: int, workflow: str, index: int, attempt: int) -> random.Random:
+    return random.Random(f"{seed}:{workflow}:{index}:{attempt}")
+
+
+def make_instances(
+    recipe: Recipe,
+    con: Any,
+    seed: int,
+    per_workflow: int,
+    solution_root: str | Path = ".",
+) -> list[Instance]:
+    """Instantiate every workflow of a recipe ``per_workflow`` times.
+
+    Args:
+        recipe: The resolved recipe (its ``eval`` decides which phrasings are held out).
+        con: A DuckDB connection with the logical views bound.
+        seed: Instances are a pure function of this seed, the recipe and the warehouse.
+        per_workflow: How many instances per workflow.
+        solution_root: Directory the turns' ``solution`` paths are relative to (the plan
+            dir in a run, the recipe's directory when working on a recipe).
+
+    Returns:
+        Instances ordered by workflow (recipe order) then index; ids are ``<workflow>-<index>``.
+    """
+    root = Path(solution_root)
+    texts: dict[str, str] = {}
+    cache: dict = {}
+    instances = []
+    for workflow in recipe.workflows:
+        used: set[str] = set()
+        for index in range(per_workflow):
+            params = _distinct_params(workflow, seed, index, con, recipe.schema_, cache, used)
+            turns = tuple(
+                _render_turn(workflow, turn_index, index, params, recipe.eval, root, texts)
+                for turn_index in range(len(workflow.turns))
+            )
+            instances.append(Instance(workflow.name, f"{workflow.name}-{index:04d}", params, turns))
+    return instances
+
+
+def _distinct_params(workflow, seed, index, con, schema, cache, used: set[str]) -> dict[str, Any]:
+    # Redraw a few times so a workflow's instances differ; a tiny param space may still
+    # repeat, and split_instances keeps equal params on the same side of the split.
+    for attempt in range(_DISTINCT_DRAWS):
+        params = sample_params(workflow, _seeded_rng(seed, workflow.name, index, attempt), con, schema, cache)
+        key = json.dumps(params, sort_keys=True, default=str)
+        if key not in used:
+            break
+    used.add(key)
+    return params
+
+
+def _render_turn(workflow, turn_index, index, params, eval_spec, root: Path, texts) -> InstanceTurn:
+    turn = workflow.turns[turn_index]
+    phrasing = _phrasing_for(index, workflow, len(turn.asks), eval_spec)
+    path = Path(turn.solution) if Path(turn.solution).is_absolute() else root / turn.solution
+    key = str(path)
+    if key not in texts:
+        texts[key] = load_solution_text(path)
+    plan, code = render_solution(texts[key], params, name=turn.solution)
+    return InstanceTurn(
+        ask=render_ask(turn.asks[phrasing], params, workflow.name),
+        phrasing_index=phrasing,
+        phrasings=len(turn.asks),
+        plan=plan,
+        code=code,
+        expectations=turn.expectations,
+    )
+
+
+# ---------------------------------------------------------------- splits
+
+
+def _uses_held_out_phrasing(instance: Instance, eval_spec: EvalSpec) -> bool:
+    return any(
+        turn.phrasing_index >= turn.phrasings - _held_out(eval_spec, turn.phrasings)
+        for turn in instance.turns
+    )
+
+
+def _stable_rank(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def split_instances(instances: Sequence[Instance], eval_spec: EvalSpec) -> dict[str, list[Instance]]:
+    """Split instances into training data and the three kinds of evaluation.
+
+    ``eval_workflows``: every instance of ``holdout_workflows``. ``eval_phrasings``:
+    instances asked in a held-out phrasing. ``eval_params``: of the rest, a
+    ``holdout`` share per workflow (chosen by a hash of the params, so the choice is
+    stable), never sharing a param set with ``train``. ``train``: the rest.
+
+    Returns:
+        A dict with exactly the keys of ``SPLITS``, each list in input order.
+    """
+    held_workflows = set(eval_spec.holdout_workflows)
+    split_of: dict[str, str] = {}
+    candidates: dict[str, list[Instance]] = {}
+    for instance in instances:
+        if instance.workflow in held_workflows:
+            split_of[instance.instance_id] = "eval_workflows"
+        elif _uses_held_out_phrasing(instance, eval_spec):
+            split_of[instance.instance_id] = "eval_phrasings"
+        else:
+            candidates.setdefault(instance.workflow, []).append(instance)
+    for group in candidates.values():
+        held_keys = _held_out_param_keys(group, eval_spec.holdout)
+        for instance in group:
+            key = instance.params_key()
+            split_of[instance.instance_id] = "eval_params" if key in held_keys else "train"
+    splits: dict[str, list[Instance]] = {name: [] for name in SPLITS}
+    for instance in instances:
+        splits[split_of[instance.instance_id]].append(instance)
+    return splits
+
+
+def _held_out_param_keys(group: list[Instance], share: float) -> set[str]:
+    keys = sorted({instance.params_key() for instance in group}, key=lambda k: _stable_rank(k))
+    if share <= 0 or len(keys) < 2:
+        return set()
+    count = min(len(keys) - 1, max(1, round(share * len(keys))))
+    return set(keys[:count])

@@ -1,0 +1,65 @@
+"""Reference solutions: the docstring is the PLAN, the rest the CODE, both templates."""
+
+import pandas as pd
+import pytest
+
+from runtime.workflows import SolutionError, execute_code, render_solution, split_solution
+
+SOLUTION = '''# a leading comment is allowed
+"""
+Rank the advertiser's campaigns by click-through rate over the last ${days} days
+and keep the top ${n}.
+"""
+frame = api.query("SELECT name FROM campaign WHERE advertiser = " + repr(${advertiser}))
+result = frame.head(${n})
+'''
+
+
+def test_split_separates_plan_docstring_from_code():
+    plan, code = split_solution(SOLUTION)
+    assert plan.startswith("Rank the advertiser's campaigns") and plan.endswith("top ${n}.")
+    assert code.startswith("frame = api.query(")
+
+
+def test_plan_gets_text_and_code_gets_python_literals():
+    plan, code = render_solution(SOLUTION, {"n": 5, "days": 14, "advertiser": "O'Brien Travel"})
+    assert "last 14 days" in plan and "top 5." in plan
+    assert 'repr("O\'Brien Travel")' in code and "head(5)" in code
+    compile(code, "<test>", "exec")
+
+
+def test_float_values_read_naturally_in_the_plan():
+    plan, code = render_solution('"""Above ${x} and ${y}."""\nresult = ${x} + ${y}\n', {"x": 2.0, "y": 0.25})
+    assert plan == "Above 2 and 0.25."
+    assert code == "result = 2.0 + 0.25\n"
+
+
+def test_unknown_placeholder_names_the_param_and_the_fix():
+    with pytest.raises(SolutionError, match=r"placeholder `\$\{limit\}` but the workflow has no param `limit`"):
+        render_solution('"""Top ${limit}."""\nresult = 1\n', {"n": 3}, name="top.py")
+
+
+def test_dollar_dollar_is_a_literal_dollar():
+    _, code = render_solution('"""Costs."""\nresult = "$$5 and ${n}"\n', {"n": 1})
+    assert code == 'result = "$5 and 1"\n'
+
+
+def test_a_file_without_a_docstring_is_refused():
+    with pytest.raises(SolutionError, match="must start with a module docstring"):
+        split_solution("result = 1\n", name="bare.py")
+
+
+def test_a_docstring_without_code_is_refused():
+    with pytest.raises(SolutionError, match="no CODE after the PLAN"):
+        split_solution('"""Only a plan."""\n')
+
+
+class _TinyApi:
+    def query(self, sql, params=None):
+        return pd.DataFrame({"name": ["a", "b", "c"]})
+
+
+def test_execute_code_returns_result_with_agent_globals():
+    _, code = render_solution(SOLUTION, {"n": 2, "days": 7, "advertiser": "x"})
+    result = execute_code(code, _TinyApi(), {"n": 2})
+    assert list(result["name"]) == ["a", "b"]
