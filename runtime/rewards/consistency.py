@@ -1,0 +1,60 @@
+"""R_consistency: does the code do what the plan says (plan/code agreement)?
+
+The entities the plan names in business words are compared with the logical views
+the code's SQL reads (sqlglot), and every metric the plan names must have its
+entities read by the code. A plan that promises CTR while the code only counts
+campaigns scores low; so does code that silently reads tables the plan never
+mentions.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from runtime.rewards.schema_terms import SchemaTerms
+from runtime.rewards.sqlscan import parse_queries
+
+__all__ = ["code_entities", "plan_code_agreement", "consistency_reward"]
+
+
+def code_entities(code: str, terms: SchemaTerms) -> set[str]:
+    """Entities whose logical views the code's queries read."""
+    found = set()
+    for query in parse_queries(code):
+        for table in query.find_all(exp.Table):
+            entity = terms.views.get(table.name.lower())
+            if entity:
+                found.add(entity)
+    return found
+
+
+def plan_code_agreement(plan: str | None, code: str | None, terms: SchemaTerms) -> float:
+    """Agreement in [0, 1]: Jaccard of plan and code entities times the share of honoured metrics.
+
+    Example:
+        >>> from craftc.ir import Schema, Entity, EntityKey
+        >>> s = Schema(name="s", version=1, source="s.craft", entities=(
+        ...     Entity(name="Campaign", table="t.c", view="campaign", key=EntityKey(name="id", column="cid")),))
+        >>> plan_code_agreement("Count campaigns.", "result = api.query('SELECT count(*) FROM campaign')",
+        ...                     SchemaTerms.from_schema(s))
+        1.0
+    """
+    if not plan or not code:
+        return 0.0
+    in_plan, in_code = terms.entities_in_text(plan), code_entities(code, terms)
+    union = in_plan | in_code
+    entity_score = len(in_plan & in_code) / len(union) if union else 0.5
+    metrics = terms.metrics_in_text(plan)
+    honoured = [m for m in metrics if set(terms.metrics[m]) <= in_code]
+    metric_score = len(honoured) / len(metrics) if metrics else 1.0
+    return entity_score * metric_score
+
+
+def consistency_reward(turn, terms: SchemaTerms, step_rewards: bool = True) -> float:
+    """Mean plan/code agreement over the turn's calls that carried code (or the last one)."""
+    calls = [c for c in turn.calls if c.code]
+    if not step_rewards:
+        calls = calls[-1:]
+    if not calls:
+        return 0.0
+    return sum(plan_code_agreement(c.plan, c.code, terms) for c in calls) / len(calls)
