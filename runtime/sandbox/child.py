@@ -109,7 +109,7 @@ def run_job(job: dict, ctx: dict, out_fd: int) -> None:
     stdout = TailBuffer(limits.max_stdout_chars, limits.max_stdout_total_chars)
     sys.stdout = sys.stderr = stdout
     api = ctx["api_factory"](ctx["con"])
-    layers["audit_hook"] = guards.install_audit_hook(job["temp_dir"], ctx["read_roots"], violations)
+    layers["audit_hook"] = limits.audit_hook and guards.install_audit_hook(job["temp_dir"], ctx["read_roots"], violations)
     # Layers are reported before agent code runs, so agent code cannot forge them.
     write_frame(out_fd, {"kind": "layers", "layers": layers})
 
@@ -126,8 +126,15 @@ def run_job(job: dict, ctx: dict, out_fd: int) -> None:
                       error_message=f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}{line}")
         compiled = None
     if compiled is not None:
+        # Agent code may break builtins or sys.modules for fun; the report below
+        # needs them, so they are put back first (the process dies right after).
+        saved_builtins, saved_modules = dict(builtins.__dict__), dict(sys.modules)
         try:
-            exec(compiled, agent_globals)
+            try:
+                exec(compiled, agent_globals)
+            finally:
+                builtins.__dict__.update(saved_builtins)
+                sys.modules.update(saved_modules)
             payload = _package_result(agent_globals, report, limits)
         except BaseException as exc:  # noqa: BLE001 - every failure of agent code is a report
             report.update(zip(("error_class", "error_type", "error_message"), _classify(exc, violations, stdout)))

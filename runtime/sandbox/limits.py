@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 
 
+class SandboxError(ValueError):
+    """Bad configuration or a worker that cannot start; the message names the fix."""
+
+
 @dataclass(frozen=True)
 class SandboxLimits:
     """Limits applied to every job a pool runs.
@@ -25,6 +29,7 @@ class SandboxLimits:
     max_open_files: int = 64           # RLIMIT_NOFILE
     drop_privileges: bool = True       # when root: run each job under its own unprivileged uid
     sandbox_uid_base: int = 64000      # job uid = base + worker slot (distinct uids cannot signal each other)
+    audit_hook: bool = True            # off only to test that the kernel layers hold on their own
 
     def __post_init__(self) -> None:
         problems = []
@@ -36,7 +41,7 @@ class SandboxLimits:
             elif isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 problems.append(f"`{field.name}` must be a positive number, got {value!r}")
         if problems:
-            raise ValueError("invalid sandbox limits: " + "; ".join(problems))
+            raise SandboxError("invalid sandbox limits: " + "; ".join(problems))
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -13,7 +13,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .limits import SandboxLimits
+from .limits import SandboxError, SandboxLimits
 from .protocol import FrameError, FrameTimeout, read_frame, write_frame
 from .result import ERROR_CLASSES, ExecResult, frame_from_bytes, render_preview
 
@@ -21,10 +21,6 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory holdin
 _FACTORY_SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _READY_TIMEOUT_S = 120.0   # importing pandas/duckdb on a loaded machine can be slow
 _REPLY_GRACE_S = 10.0      # beyond the job's own wall limit, before the worker is presumed hung
-
-
-class SandboxError(ValueError):
-    """Bad configuration or a worker that cannot start; the message names the fix."""
 
 
 class _Worker:
@@ -135,7 +131,7 @@ def _short(value, limit: int):
     return None if value is None else str(value)[:limit]
 
 
-def _job_frame(code, params) -> dict:
+def _job_frame(code, params=None) -> dict:
     if not isinstance(code, str):
         raise SandboxError(f"agent code must be a string, got {type(code).__name__}")
     params = {} if params is None else params

@@ -1,0 +1,129 @@
+"""Good agent code: what comes back, and in what shape."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from runtime.sandbox import ERROR_CLASSES, SandboxError, SandboxLimits, SandboxPool
+
+
+def test_query_result_comes_back_as_a_frame(pool):
+    run = pool.run("result = api.query('SELECT id, name FROM campaigns WHERE id < 3 ORDER BY id')")
+    assert run.ok and run.error_class is None
+    assert run.result_frame.to_dict("list") == {"id": [0, 1, 2], "name": ["campaign 0", "campaign 1", "campaign 2"]}
+    assert run.result_rows == 3 and run.result_columns == ("id", "name")
+    assert "campaign 2" in run.result_preview and "[3 rows x 2 columns]" in run.result_preview
+
+
+def test_params_are_visible_to_the_code(pool):
+    run = pool.run("result = api.query(f\"SELECT count(*) AS n FROM campaigns WHERE advertiser_id = {params['adv']}\")",
+                   params={"adv": 1})
+    assert run.result_frame["n"].tolist() == [67]
+
+
+@pytest.mark.parametrize("code, expected", [
+    ("result = 42", {"result": [42]}),
+    ("result = 'forty-two'", {"result": ["forty-two"]}),
+    ("result = [3, 1]", {"result": [3, 1]}),
+    ("result = pd.Series([1, 2], name='n')", {"n": [1, 2]}),
+    ("result = {'a': 1, 'b': 'x'}", {"a": [1], "b": ["x"]}),
+    ("result = [{'a': 1}, {'a': 2}]", {"a": [1, 2]}),
+])
+def test_scalars_series_and_lists_become_frames(pool, code, expected):
+    run = pool.run(code)
+    assert run.ok, run.error_message
+    assert run.result_frame.to_dict("list") == expected
+
+
+def test_scalar_preview_is_the_value(pool):
+    assert pool.run("result = 0.25").result_preview == "0.25"
+
+
+def test_stdout_tail_keeps_the_end(pool):
+    run = pool.run("for i in range(1000):\n    print('line', i)\nresult = 1")
+    assert run.ok
+    assert run.stdout_tail.endswith("line 999\n") and len(run.stdout_tail) == 200
+
+
+def test_timing_fields_are_measured(pool):
+    run = pool.run("s = sum(range(2_000_000))\nresult = s")
+    assert 0 < run.cpu_s < run.wall_s + 0.5 and 0 < run.wall_s < 3
+
+
+def test_api_calls_are_reported_in_order(pool):
+    run = pool.run("api.list_entities()\napi.list_entities()\nresult = api.query('SELECT 1 AS x')")
+    assert run.api_calls == ("list_entities", "list_entities", "query")
+
+
+def test_result_rows_are_capped_but_counted(pool):
+    run = pool.run("result = api.query('SELECT * FROM daily_stats')")
+    assert run.ok and run.result_rows == 20000 and len(run.result_frame) == 50
+
+
+def test_missing_result_is_no_result(pool):
+    run = pool.run("x = 1")
+    assert (run.ok, run.error_class) == (False, "NoResult")
+
+
+def test_syntax_error_names_the_line(pool):
+    run = pool.run("x = 1\nresult = (")
+    assert run.error_class == "SyntaxError" and "line 2" in run.error_message
+
+
+def test_runtime_error_keeps_the_exception_type_and_line(pool):
+    run = pool.run("frame = api.query('SELECT 1 AS a')\nresult = frame['missing']")
+    assert (run.error_class, run.error_type) == ("RuntimeError", "KeyError")
+    assert "line 2" in run.error_message and "/work" not in run.error_message
+
+
+def test_sql_error_is_a_runtime_error(pool):
+    run = pool.run("result = api.query('SELECT nope FROM campaigns')")
+    assert run.error_class == "RuntimeError" and run.error_type == "BinderException"
+
+
+def test_run_many_keeps_order_and_uses_every_worker(pool):
+    runs = pool.run_many([(f"import time\ntime.sleep(0.05)\nresult = params['i']", {"i": i}) for i in range(12)])
+    assert [r.result_frame["result"][0] for r in runs] == list(range(12))
+    assert {r.worker_slot for r in runs} == {0, 1}
+
+
+def test_every_reported_layer_is_active_on_a_root_linux_host(pool):
+    run = pool.run("result = 1")
+    assert set(run.layers) == {"process", "wall_timeout", "net_namespace", "readonly_db", "duckdb_locked",
+                               "uid_drop", "rlimit_memory", "rlimit_cpu", "rlimit_fsize", "rlimit_nofile",
+                               "rlimit_nproc", "private_tmp", "audit_hook"}
+    # Which layers are on depends on the host; process-level ones always are.
+    assert run.layers["process"] and run.layers["audit_hook"] and run.layers["readonly_db"]
+
+
+def test_error_classes_are_the_documented_set():
+    assert ERROR_CLASSES == ("SyntaxError", "Timeout", "MemoryLimit", "CpuLimit", "OutputLimit",
+                             "SecurityViolation", "RuntimeError", "NoResult", "WorkerCrashed")
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda wh: SandboxPool(0, wh, api_factory="fake_api:make_api"), "n_workers must be a positive integer"),
+    (lambda wh: SandboxPool(1, wh.parent / "absent.duckdb", api_factory="fake_api:make_api"), "does not exist"),
+    (lambda wh: SandboxPool(1, wh, api_factory="fake_api.make_api"), "package.module:callable"),
+    (lambda wh: SandboxPool(1, wh, api_factory="fake_api:no_such_factory"), "could not set up"),
+    (lambda wh: SandboxLimits(memory_mb=-1), "`memory_mb` must be a positive number"),
+    (lambda wh: SandboxLimits(audit_hook="no"), "`audit_hook` must be true or false"),
+])
+def test_bad_configuration_gets_a_clear_message(warehouse, make, message):
+    with pytest.raises(SandboxError, match=message):
+        make(warehouse)
+
+
+@pytest.mark.parametrize("code, params, message", [
+    (b"result = 1", None, "must be a string"),
+    ("result = 1", {"when": object()}, "JSON-serializable"),
+    ("result = 1", [1, 2], "dict with string keys"),
+])
+def test_bad_job_input_gets_a_clear_message(pool, code, params, message):
+    with pytest.raises(SandboxError, match=message):
+        pool.run(code, params)
+
+
+def test_result_frame_is_a_real_dataframe(pool):
+    assert isinstance(pool.run("result = api.query('SELECT * FROM advertisers')").result_frame, pd.DataFrame)
