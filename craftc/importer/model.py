@@ -1,0 +1,41 @@
+"""What every import source is read into, before a schema spec is written.
+
+A source (a DuckDB file, a DDL file, a dbt YAML file) becomes a list of
+:class:`SourceTable`; naming and type guesses happen later, in one place
+(:mod:`craftc.importer.infer`), so every source gets the same conventions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["SourceColumn", "SourceTable", "ImportFailed"]
+
+
+@dataclass
+class SourceColumn:
+    name: str                     # physical column name, exactly as the source spells it
+    type: str                     # the source's type name, upper case (BIGINT, VARCHAR, DECIMAL(12,2))
+    nullable: bool = True
+    comment: str = ""
+    values: tuple[str, ...] = ()  # a few distinct values, when the source can show data
+    values_declared: bool = False # the values come from a declaration (dbt accepted_values), not data
+
+
+@dataclass
+class SourceTable:
+    name: str                     # physical table name, schema-qualified when not `main`
+    columns: list[SourceColumn] = field(default_factory=list)
+    primary_key: tuple[str, ...] = ()
+    foreign_keys: list[tuple[str, str, str]] = field(default_factory=list)  # (column, table, column)
+    comment: str = ""
+    line: int = 1                 # where the table is defined in a text source
+    unique: set[str] = field(default_factory=set)   # columns known to hold unique values
+
+
+class ImportFailed(Exception):
+    """A source could not be read; carries the diagnostics that say why."""
+
+    def __init__(self, diagnostics):
+        super().__init__("; ".join(d.message for d in diagnostics))
+        self.diagnostics = list(diagnostics)

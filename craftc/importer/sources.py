@@ -1,0 +1,306 @@
+"""Readers for import sources: a DuckDB database, a SQL DDL file, a dbt YAML file.
+
+Each reader returns ``list[SourceTable]`` or raises :class:`ImportFailed` with a
+diagnostic that names the file, the place and the fix. Another SQL engine is one
+more reader that fills the same dataclasses from its information schema.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from craftc.diagnostics import Diagnostic, span_at
+from craftc.importer.model import ImportFailed, SourceColumn, SourceTable
+
+__all__ = ["read_source", "read_duckdb", "read_ddl", "read_dbt", "DDL_DIALECTS"]
+
+DDL_DIALECTS = ("duckdb", "postgres", "bigquery", "snowflake", "mysql", "sqlite", "tsql",
+                "redshift", "databricks", "spark", "trino", "oracle", "clickhouse")
+ENUM_MAX_VALUES = 12
+
+
+def _fail(code: str, message: str, file: str, line: int = 1, col: int = 1, help: str = "") -> ImportFailed:
+    return ImportFailed([Diagnostic(code, "error", message, span_at(file, line, col), help)])
+
+
+def read_source(path: str | Path, dialect: str | None = None) -> list[SourceTable]:
+    """Dispatch on the file: `.duckdb`/`.db` database, `.sql` DDL, `.yml`/`.yaml` dbt."""
+    path = Path(path)
+    shown = path.as_posix()
+    if not path.exists():
+        raise _fail("E901", f"import source `{shown}` does not exist", shown,
+                    help="pass a DuckDB file, a .sql DDL file or a dbt .yml file")
+    suffix = path.suffix.lower()
+    if suffix in (".duckdb", ".db", ".ddb"):
+        return read_duckdb(path)
+    if suffix == ".sql":
+        return read_ddl(path, dialect or "duckdb")
+    if suffix in (".yml", ".yaml"):
+        return read_dbt(path)
+    raise _fail("E902", f"cannot tell what kind of import source `{shown}` is", shown,
+                help="use a .duckdb/.db database, a .sql DDL file or a dbt .yml/.yaml file")
+
+
+# ------------------------------------------------------------------ DuckDB
+
+
+def read_duckdb(path: Path) -> list[SourceTable]:
+    """Base tables of a DuckDB file (views are bindings, not data, and are skipped)."""
+    import duckdb
+
+    shown = path.as_posix()
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except (duckdb.Error, OSError) as exc:
+        raise _fail("E903", f"cannot open `{shown}` as a DuckDB database: {str(exc).splitlines()[0]}",
+                    shown, help="check the file is a DuckDB database and not open for writing elsewhere") from None
+    try:
+        tables = con.execute(
+            "SELECT schema_name, table_name, coalesce(comment, '') FROM duckdb_tables() "
+            "WHERE NOT internal AND NOT temporary ORDER BY schema_name, table_name").fetchall()
+        out = []
+        for schema, table, comment in tables:
+            qualified = table if schema == "main" else f"{schema}.{table}"
+            cols = con.execute(
+                "SELECT column_name, data_type, is_nullable, coalesce(comment, '') FROM duckdb_columns() "
+                "WHERE schema_name = ? AND table_name = ? ORDER BY column_index", [schema, table]).fetchall()
+            st = SourceTable(name=qualified, comment=comment)
+            for name, dtype, nullable, col_comment in cols:
+                st.columns.append(SourceColumn(name=name, type=dtype.upper(), nullable=bool(nullable),
+                                               comment=col_comment))
+            _read_constraints(con, schema, table, st)
+            _sample_values(con, qualified, st)
+            out.append(st)
+    finally:
+        con.close()
+    if not out:
+        raise _fail("E904", f"`{shown}` has no tables to import", shown,
+                    help="point the import at the database that holds the warehouse tables")
+    return out
+
+
+def _quote(name: str) -> str:
+    return ".".join('"' + part.replace('"', '""') + '"' for part in name.split("."))
+
+
+def _read_constraints(con, schema: str, table: str, st: SourceTable) -> None:
+    rows = con.execute(
+        "SELECT constraint_type, constraint_column_names, referenced_table, referenced_column_names "
+        "FROM duckdb_constraints() WHERE schema_name = ? AND table_name = ?", [schema, table]).fetchall()
+    for kind, cols, ref_table, ref_cols in rows:
+        if kind == "PRIMARY KEY":
+            st.primary_key = tuple(cols)
+        elif kind == "UNIQUE" and len(cols) == 1:
+            st.unique.add(cols[0])
+        elif kind == "FOREIGN KEY" and len(cols) == 1 and ref_table:
+            target = ref_table if schema == "main" else f"{schema}.{ref_table}"
+            st.foreign_keys.append((cols[0], target, ref_cols[0]))
+
+
+def _sample_values(con, qualified: str, st: SourceTable) -> None:
+    """Few distinct text values suggest an enum; unique id-like columns suggest a key."""
+    rows = con.execute(f"SELECT count(*) FROM {_quote(qualified)}").fetchall()[0][0]
+    for col in st.columns:
+        ident = _quote(col.name)
+        if col.type in ("VARCHAR", "TEXT", "STRING") and rows:
+            values = con.execute(
+                f"SELECT DISTINCT {ident} FROM {_quote(qualified)} WHERE {ident} IS NOT NULL "
+                f"ORDER BY 1 LIMIT {ENUM_MAX_VALUES + 1}").fetchall()
+            if len(values) <= ENUM_MAX_VALUES and rows > 2 * len(values):
+                col.values = tuple(str(v[0]) for v in values)
+        if rows and col.name.lower().endswith("id") and not st.primary_key:
+            distinct = con.execute(
+                f"SELECT count(DISTINCT {ident}), count({ident}) FROM {_quote(qualified)}").fetchall()[0]
+            if distinct[0] == distinct[1] == rows:
+                st.unique.add(col.name)
+
+
+# ------------------------------------------------------------------ SQL DDL
+
+
+def read_ddl(path: Path, dialect: str) -> list[SourceTable]:
+    """CREATE TABLE statements (and COMMENT ON) parsed with sqlglot in ``dialect``."""
+    import sqlglot
+    from sqlglot import exp
+
+    shown = path.as_posix()
+    if dialect not in DDL_DIALECTS:
+        raise _fail("E905", f"unsupported SQL dialect `{dialect}`", shown,
+                    help=f"use one of: {', '.join(DDL_DIALECTS)}")
+    text = _read_text(path)
+    try:
+        statements = sqlglot.parse(text, read=dialect, error_level=sqlglot.ErrorLevel.RAISE)
+    except sqlglot.errors.ParseError as exc:
+        err = exc.errors[0] if exc.errors else {}
+        raise _fail("E906", f"cannot parse `{shown}` as {dialect} SQL: {err.get('description', exc)}",
+                    shown, err.get("line") or 1, err.get("col") or 1,
+                    help="check the statement near this place, or pass the right --dialect") from None
+    tables: dict[str, SourceTable] = {}
+    comments: list = []
+    for stmt in statements:
+        if stmt is None:
+            continue
+        if isinstance(stmt, exp.Create) and stmt.kind == "TABLE":
+            st = _ddl_table(stmt, text, shown)
+            tables[st.name] = st
+        elif isinstance(stmt, exp.Comment):
+            comments.append(stmt)
+        else:
+            raise _fail("E907", f"unsupported SQL statement in `{shown}`: "
+                        f"`{stmt.sql(dialect=dialect)[:60]}`", shown, _line_of(text, stmt.sql()[:20]),
+                        help="keep only CREATE TABLE and COMMENT ON statements in the DDL file")
+    for c in comments:
+        _apply_comment(c, tables)
+    if not tables:
+        raise _fail("E904", f"`{shown}` has no CREATE TABLE statements to import", shown,
+                    help="pass a DDL file with CREATE TABLE statements")
+    return list(tables.values())
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _fail("E903", f"cannot read `{path.as_posix()}`: {exc}", path.as_posix(),
+                    help="check the file exists, is readable and is UTF-8 text") from None
+
+
+def _line_of(text: str, needle: str) -> int:
+    at = text.find(needle)
+    return text.count("\n", 0, at) + 1 if at >= 0 else 1
+
+
+def _table_name(table) -> str:
+    parts = [p for p in (table.catalog, table.db, table.name) if p]
+    if len(parts) > 1 and parts[-2] == "main":
+        parts = parts[-1:]
+    return ".".join(parts)
+
+
+def _ddl_table(stmt, text: str, shown: str) -> SourceTable:
+    from sqlglot import exp
+
+    schema = stmt.this
+    table = schema.this if isinstance(schema, exp.Schema) else schema
+    st = SourceTable(name=_table_name(table), line=_line_of(text, table.name))
+    prop = stmt.find(exp.SchemaCommentProperty)
+    if prop is not None:
+        st.comment = prop.this.name
+    defs = schema.expressions if isinstance(schema, exp.Schema) else []
+    for item in defs:
+        if isinstance(item, exp.ColumnDef):
+            col = SourceColumn(name=item.name, type=(item.kind.sql("duckdb").upper() if item.kind else "VARCHAR"))
+            for cons in item.constraints:
+                kind = cons.kind
+                if isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
+                    col.nullable = False
+                elif isinstance(kind, exp.PrimaryKeyColumnConstraint):
+                    st.primary_key = (col.name,)
+                    col.nullable = False
+                elif isinstance(kind, exp.UniqueColumnConstraint):
+                    st.unique.add(col.name)
+                elif isinstance(kind, exp.CommentColumnConstraint):
+                    col.comment = kind.this.name
+                elif isinstance(kind, exp.Reference):
+                    ref = kind.this
+                    target = ref.this if isinstance(ref, exp.Schema) else ref
+                    ref_cols = [e.name for e in ref.expressions] if isinstance(ref, exp.Schema) else []
+                    st.foreign_keys.append((col.name, _table_name(target), ref_cols[0] if ref_cols else ""))
+            st.columns.append(col)
+        elif isinstance(item, exp.PrimaryKey):
+            st.primary_key = tuple(e.name for e in item.expressions)
+        elif isinstance(item, exp.ForeignKey):
+            ref = item.args.get("reference")
+            target = ref.this if ref is not None else None
+            if target is not None and len(item.expressions) == 1:
+                table_expr = target.this if isinstance(target, exp.Schema) else target
+                ref_cols = [e.name for e in target.expressions] if isinstance(target, exp.Schema) else []
+                st.foreign_keys.append((item.expressions[0].name, _table_name(table_expr),
+                                        ref_cols[0] if ref_cols else ""))
+    if not st.columns:
+        raise _fail("E908", f"table `{st.name}` in `{shown}` has no columns", shown, st.line,
+                    help="declare at least one column, or drop the table from the DDL")
+    return st
+
+
+def _apply_comment(stmt, tables: dict[str, SourceTable]) -> None:
+    from sqlglot import exp
+
+    kind = (stmt.args.get("kind") or "").upper()
+    text = stmt.expression.name if stmt.expression is not None else ""
+    target = stmt.this
+    if kind == "TABLE" and isinstance(target, exp.Table):
+        st = tables.get(_table_name(target))
+        if st:
+            st.comment = text
+    elif kind == "COLUMN" and isinstance(target, exp.Column):
+        parts = [p for p in (target.args.get("catalog"), target.args.get("db"), target.args.get("table")) if p]
+        st = tables.get(".".join(p.name for p in parts))
+        for col in st.columns if st else ():
+            if col.name == target.name:
+                col.comment = text
+
+
+# ------------------------------------------------------------------ dbt
+
+
+def read_dbt(path: Path) -> list[SourceTable]:
+    """dbt `sources:` and `models:` with columns, descriptions and key tests."""
+    import yaml
+
+    shown = path.as_posix()
+    text = _read_text(path)
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise _fail("E906", f"cannot parse `{shown}` as YAML: {getattr(exc, 'problem', exc)}", shown,
+                    (mark.line + 1) if mark else 1, (mark.column + 1) if mark else 1,
+                    help="fix the YAML syntax at this place") from None
+    if not isinstance(doc, dict) or not (doc.get("sources") or doc.get("models")):
+        raise _fail("E904", f"`{shown}` has no dbt `sources:` or `models:` to import", shown,
+                    help="pass a dbt schema.yml / sources.yml file")
+    tables: list[SourceTable] = []
+    for source in doc.get("sources") or []:
+        prefix = source.get("schema") or source.get("name") or ""
+        for t in source.get("tables") or []:
+            name = t.get("identifier") or t.get("name")
+            tables.append(_dbt_table(f"{prefix}.{name}" if prefix else name, t, text, shown))
+    for model in doc.get("models") or []:
+        tables.append(_dbt_table(model.get("name"), model, text, shown))
+    return tables
+
+
+def _dbt_tests(column: dict) -> list:
+    return list(column.get("data_tests") or column.get("tests") or [])
+
+
+def _dbt_table(name: str, spec: dict, text: str, shown: str) -> SourceTable:
+    st = SourceTable(name=name, comment=(spec.get("description") or "").strip(),
+                     line=_line_of(text, f"name: {spec.get('name')}"))
+    for column in spec.get("columns") or []:
+        col = SourceColumn(name=column["name"], type=str(column.get("data_type") or "VARCHAR").upper(),
+                           comment=(column.get("description") or "").strip())
+        for test in _dbt_tests(column):
+            if test == "not_null":
+                col.nullable = False
+            elif test == "unique":
+                st.unique.add(col.name)
+            elif isinstance(test, dict) and "relationships" in test:
+                rel = test["relationships"]
+                rel = rel.get("arguments", rel)
+                target = str(rel.get("to", ""))
+                target = target.split("'")[-2] if "'" in target else target   # ref('customers')
+                st.foreign_keys.append((col.name, target, rel.get("field", "")))
+            elif isinstance(test, dict) and "accepted_values" in test:
+                spec_vals = test["accepted_values"]
+                col.values = tuple(str(v) for v in spec_vals.get("arguments", spec_vals).get("values", []))
+                col.values_declared = True
+        st.columns.append(col)
+    if not st.columns:
+        raise _fail("E908", f"table `{name}` in `{shown}` has no columns", shown, st.line,
+                    help="list its columns under `columns:`")
+    pk = [c.name for c in st.columns if c.name in st.unique and not c.nullable]
+    if len(pk) == 1:
+        st.primary_key = (pk[0],)
+    return st
