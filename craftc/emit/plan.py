@@ -1,0 +1,166 @@
+"""Emit a plan dir: every artifact rendered in memory, then written atomically.
+
+``render_plan_files`` is the pure part: recipe and solution texts in, a mapping of
+plan-relative path -> bytes out (no clock, no environment, no absolute paths).
+``emit_plan`` writes that mapping into a temporary sibling directory and renames it
+into place, so a reader sees either the previous plan dir or the complete new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from craftc.emit.budget import token_budget
+from craftc.emit.errors import EmitError
+from craftc.emit.prompts import render_prompts, split_turn_template
+from craftc.emit.specs import gates_spec, input_builder_spec, masking_spec, reward_spec
+from craftc.emit.stages import accelerate_yaml, launch_script, trl_config_json
+from craftc.ir import Plan, Recipe
+from craftc.version import __version__
+
+__all__ = ["canonical_json", "content_hash", "render_plan_files", "write_plan_files", "emit_plan", "schema_sql"]
+
+_EXECUTABLE = ".sh"
+
+
+def canonical_json(data) -> str:
+    """The plan dir's JSON form: sorted keys, 2-space indent, UTF-8, trailing newline."""
+    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def content_hash(plan_data: dict) -> str:
+    """sha256 of ``plan.json``'s data without ``content_hash``, in compact canonical JSON.
+
+    The runtime recomputes it the same way (``runtime.plan.plan_content_hash``).
+    """
+    body = {k: v for k, v in plan_data.items() if k != "content_hash"}
+    compact = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(compact.encode("utf-8")).hexdigest()
+
+
+def schema_sql(recipe: Recipe) -> tuple[str, str]:
+    """(binding SQL, logical DDL) from the world area's pure functions."""
+    try:
+        from craftc.emit.binding_sql import binding_sql, logical_ddl
+    except ImportError as exc:   # the module belongs to another area and may lag behind
+        raise EmitError(f"cannot render the schema SQL: {exc}; update craft (craftc.emit.binding_sql)") from None
+    return binding_sql(recipe.schema_), logical_ddl(recipe.schema_)
+
+
+def _text(text: str) -> bytes:
+    return text.replace("\r\n", "\n").encode("utf-8")
+
+
+def _solutions(recipe: Recipe, solution_sources: Mapping[str, str]) -> dict[str, bytes]:
+    files, missing = {}, []
+    for workflow in recipe.workflows:
+        for turn in workflow.turns:
+            if turn.solution in solution_sources:
+                files[turn.solution] = _text(solution_sources[turn.solution])
+            else:
+                missing.append(f"`{turn.solution}` (workflow `{workflow.name}`)")
+    if missing:
+        raise EmitError("no source text for the reference solution(s) " + ", ".join(missing)
+                        + "; pass every turn's solution in `solution_sources`")
+    return files
+
+
+def render_plan_files(recipe: Recipe, solution_sources: Mapping[str, str]) -> dict[str, bytes]:
+    """Render every file of the plan dir.
+
+    Args:
+        recipe: The resolved, checked recipe.
+        solution_sources: Each turn's ``solution`` path (``solutions/<workflow>/<n>.py``)
+            -> the reference solution's source text.
+
+    Returns:
+        Plan-relative path -> file bytes, ``plan.json`` included.
+
+    Raises:
+        EmitError: When a solution text is missing or a gate names an unknown judge.
+    """
+    binding, ddl = schema_sql(recipe)
+    prompts = render_prompts(recipe, ddl)
+    turns = split_turn_template(prompts["prompts/turn.md"])
+    files: dict[str, bytes] = {path: _text(text) for path, text in prompts.items()}
+    files["sql/binding.sql"] = _text(binding)
+    files["sql/logical_ddl.sql"] = _text(ddl)
+    files["specs/input_builder.json"] = _text(canonical_json(input_builder_spec(recipe, turns)))
+    files["specs/masking.json"] = _text(canonical_json(masking_spec(recipe)))
+    files["specs/gates.json"] = _text(canonical_json(gates_spec(recipe)))
+    files["specs/reward.json"] = _text(canonical_json(reward_spec(recipe)))
+    files["token_budget.json"] = _text(canonical_json(token_budget(recipe, prompts, turns)))
+    files.update(_solutions(recipe, solution_sources))
+    for stage in recipe.stages:
+        base = f"stages/{stage.name}"
+        files[f"{base}/trl_config.json"] = _text(trl_config_json(recipe, stage))
+        files[f"{base}/accelerate.yaml"] = _text(accelerate_yaml(recipe, stage))
+        files[f"{base}/launch.sh"] = _text(launch_script(recipe, stage))
+    artifacts = {path: hashlib.sha256(data).hexdigest() for path, data in sorted(files.items())}
+    plan = Plan(craftc_version=__version__, recipe=recipe, artifacts=artifacts)
+    data = plan.model_dump(mode="json", by_alias=True)
+    data["content_hash"] = content_hash(data)
+    files["plan.json"] = _text(canonical_json(data))
+    return dict(sorted(files.items()))
+
+
+def _refuse_foreign_dir(out_dir: Path) -> None:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise EmitError(f"`{out_dir}` exists and is not a directory; choose another output with `-o`")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / "plan.json").is_file():
+        raise EmitError(f"`{out_dir}` is not empty and holds no plan.json, so it is not a plan dir; "
+                        "refusing to replace it: choose another output with `-o`")
+
+
+def write_plan_files(files: Mapping[str, bytes], out_dir: str | os.PathLike) -> Path:
+    """Write ``files`` as the directory ``out_dir``, replacing a previous plan dir atomically."""
+    out_dir = Path(out_dir)
+    _refuse_foreign_dir(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
+    try:
+        for rel, data in files.items():
+            path = staging / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            path.chmod(0o755 if rel.endswith(_EXECUTABLE) else 0o644)
+        staging.chmod(0o755)
+        if out_dir.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".old", dir=out_dir.parent))
+            os.replace(out_dir, old / "plan")
+            os.replace(staging, out_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(staging, out_dir)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return out_dir
+
+
+def emit_plan(recipe: Recipe, solution_sources: Mapping[str, str], out_dir: str | os.PathLike) -> Path:
+    """Render the plan dir for ``recipe`` and write it to ``out_dir`` atomically.
+
+    Args:
+        recipe: The resolved, checked recipe.
+        solution_sources: Turn solution path -> source text (see ``render_plan_files``).
+        out_dir: The plan dir to (re)create. An existing plan dir is replaced; any
+            other non-empty directory is refused.
+
+    Returns:
+        ``out_dir`` as a Path.
+
+    Raises:
+        EmitError: Naming what cannot be emitted and the fix.
+
+    Example:
+        >>> emit_plan(recipe, {"solutions/top/1.py": text}, "build/hello")  # doctest: +SKIP
+        PosixPath('build/hello')
+    """
+    return write_plan_files(render_plan_files(recipe, solution_sources), out_dir)

@@ -1,0 +1,68 @@
+"""System prompts (stripped and stuffed) and the turn template.
+
+Both system prompts come from the same task template, so the only difference between
+the CRAFT input and the schema-stuffed baseline is the schema and API section the
+stuffed one appends: the token budget compares like with like.
+"""
+
+from __future__ import annotations
+
+from craftc.emit.render import render_template
+from craftc.ir import Recipe, Tool
+
+__all__ = ["DEFAULT_TOOLS", "render_prompts", "split_turn_template"]
+
+# Shown when a recipe declares no tools: the code block and the two discovery calls
+# are what every agent gets.
+DEFAULT_TOOLS = (
+    Tool(name="run_code", kind="run_code",
+         doc="the code block; its printed output and `result` come back as the next message"),
+    Tool(name="list_entities", kind="list_entities", doc="`api.list_entities()` lists the business entities"),
+    Tool(name="describe_entity", kind="describe_entity",
+         doc="`api.describe(entity)` shows one entity's fields, links and docs"),
+)
+
+
+def render_prompts(recipe: Recipe, logical_ddl: str) -> dict[str, str]:
+    """Render ``prompts/*.md`` for ``recipe``.
+
+    Args:
+        recipe: The resolved recipe.
+        logical_ddl: The logical schema DDL (what the stuffed prompt shows).
+
+    Returns:
+        Plan-relative path -> text.
+    """
+    context = {
+        "schema": recipe.schema_,
+        "format": recipe.format,
+        "tools": recipe.tools or DEFAULT_TOOLS,
+        "metrics": recipe.schema_.metrics,
+        "logical_ddl": logical_ddl,
+    }
+    return {
+        "prompts/system_stripped.md": render_template("prompts/system_stripped.md.j2", **context),
+        "prompts/system_stuffed.md": render_template("prompts/system_stuffed.md.j2", **context),
+        "prompts/turn.md": render_template("prompts/turn.md.j2", **context),
+    }
+
+
+def split_turn_template(text: str) -> dict[str, str]:
+    """Split ``prompts/turn.md`` into its ``## <role>`` sections.
+
+    Each section (heading excluded, surrounding blank lines stripped) is a
+    ``str.format`` template: ``{ask}`` for the user turn, ``{output}`` for the tool turn.
+
+    Example:
+        >>> split_turn_template("## user\\n{ask}\\n\\n## tool\\nOut:\\n{output}\\n")
+        {'user': '{ask}', 'tool': 'Out:\\n{output}'}
+    """
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            current = line[3:].strip()
+            sections[current] = []
+        elif current is not None:
+            sections[current].append(line)
+    return {role: "\n".join(lines).strip("\n") for role, lines in sections.items()}

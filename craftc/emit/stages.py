@@ -1,0 +1,131 @@
+"""Per-stage training files: TRL config kwargs, accelerate config and launch script.
+
+The TRL kwargs are exactly what ``SFTConfig(**kwargs)`` / ``GRPOConfig(**kwargs)``
+accept in TRL 1.16, minus ``output_dir`` (a run-dir path the runtime adds). The
+accelerate YAML is rendered from a template, not from the runtime's helper, because
+the compiler never imports the runtime; tests load it with accelerate's own loader
+and compare it with the runtime's helper.
+"""
+
+from __future__ import annotations
+
+import json
+
+from craftc.emit.render import render_template
+from craftc.emit.specs import reward_spec
+from craftc.ir import Recipe, Stage
+from craftc.version import __version__
+
+__all__ = ["accelerate_mode", "world_size", "trl_config", "trl_config_json", "accelerate_yaml", "launch_script",
+           "model_classes"]
+
+# Layer classes FSDP2 wraps and DeepSpeed keeps whole, by model family (matched in the
+# base model's name or path); Qwen3-MoE is tiny_moe's architecture and the default.
+_MODEL_CLASSES = (
+    ("gpt-oss", "GptOssDecoderLayer", "GptOssMLP"),
+    ("mixtral", "MixtralDecoderLayer", "MixtralSparseMoeBlock"),
+    ("qwen3", "Qwen3MoeDecoderLayer", "Qwen3MoeSparseMoeBlock"),
+)
+_DEFAULT_CLASSES = ("Qwen3MoeDecoderLayer", "Qwen3MoeSparseMoeBlock")
+_DISTRIBUTED_TYPE = {"cpu": "NO", "single_gpu": "NO", "multi_cpu": "MULTI_CPU", "ddp": "MULTI_GPU",
+                     "fsdp2": "FSDP", "zero3": "DEEPSPEED"}
+
+
+def accelerate_mode(stage: Stage) -> str:
+    """One of ``cpu``, ``single_gpu``, ``multi_cpu``, ``ddp``, ``fsdp2``, ``zero3``.
+
+    ``gpus 0`` means CPU: ``parallel none`` is one CPU process and ``parallel ddp``
+    one CPU process per node.
+    """
+    if stage.parallel == "none":
+        return "cpu" if stage.gpus == 0 else "single_gpu"
+    if stage.parallel == "ddp" and stage.gpus == 0:
+        return "multi_cpu"
+    return stage.parallel
+
+
+def world_size(stage: Stage) -> int:
+    """Training processes over all nodes."""
+    mode = accelerate_mode(stage)
+    if mode in ("cpu", "single_gpu"):
+        return 1
+    if mode == "multi_cpu":
+        return stage.nodes
+    return max(stage.gpus, 1) * stage.nodes
+
+
+def model_classes(recipe: Recipe, stage: Stage) -> tuple[str, str]:
+    """(decoder layer class, MoE block class) of the stage's base model."""
+    spec = next((m for m in recipe.models if m.name == stage.base), None)
+    needle = f"{stage.base} {spec.path if spec and spec.path else ''}".lower()
+    for key, layer, block in _MODEL_CLASSES:
+        if key in needle:
+            return layer, block
+    return _DEFAULT_CLASSES
+
+
+def trl_config(recipe: Recipe, stage: Stage) -> dict:
+    """The TRL ``SFTConfig``/``GRPOConfig`` keyword arguments for ``stage`` (no ``output_dir``)."""
+    on_cpu = stage.gpus == 0
+    per_step = stage.per_device_batch * world_size(stage)
+    kwargs = {
+        "num_train_epochs": float(stage.epochs),
+        "max_steps": stage.steps if stage.steps is not None else -1,
+        "learning_rate": stage.lr,
+        "per_device_train_batch_size": stage.per_device_batch,
+        "gradient_accumulation_steps": max(1, stage.batch // per_step),
+        "seed": recipe.seed,
+        "data_seed": recipe.seed,
+        "bf16": stage.mixed_precision == "bf16" and not on_cpu,
+        "fp16": stage.mixed_precision == "fp16" and not on_cpu,
+        "use_cpu": on_cpu,
+        # TRL turns checkpointing on by default; on CPU it only costs time
+        # (`activation_checkpointing` is transformers 5's name for it).
+        "activation_checkpointing": not on_cpu,
+        "logging_steps": 10 if stage.kind == "sft" else 1,
+        "save_steps": 500,
+        "report_to": "none",
+    }
+    if stage.kind == "sft":
+        kwargs.update(max_length=stage.max_length, assistant_only_loss=True)
+    else:
+        kwargs.update(
+            num_generations=stage.group,
+            max_completion_length=stage.max_new_tokens,
+            beta=stage.beta,
+            temperature=stage.temperature,
+            use_vllm=stage.rollout == "vllm",
+            vllm_mode=stage.vllm_mode,
+            reward_weights=reward_spec(recipe)["trainer_weights"],
+            max_tool_calling_iterations=stage.max_turns,
+        )
+    return dict(sorted(kwargs.items()))
+
+
+def accelerate_yaml(recipe: Recipe, stage: Stage) -> str:
+    """The stage's accelerate config as YAML text."""
+    mode = accelerate_mode(stage)
+    layer, block = model_classes(recipe, stage)
+    on_cpu = mode in ("cpu", "multi_cpu")
+    return render_template(
+        "stages/accelerate.yaml.j2",
+        stage=stage, mode=mode, version=__version__,
+        # YAML 1.1 reads a bare NO as false.
+        distributed_type_yaml=repr(_DISTRIBUTED_TYPE[mode]) if mode in ("cpu", "single_gpu") else _DISTRIBUTED_TYPE[mode],
+        decoder_layer_class=layer, moe_block_class=block,
+        nodes=stage.nodes, num_processes=world_size(stage),
+        # CPU processes compute in float32 whatever the recipe asks for.
+        mixed_precision="no" if on_cpu else stage.mixed_precision,
+        use_cpu=on_cpu,
+    )
+
+
+def launch_script(recipe: Recipe, stage: Stage) -> str:
+    """The ``accelerate launch`` command line for the stage, as a bash script."""
+    return render_template("stages/launch.sh.j2", recipe=recipe, stage=stage, nodes=stage.nodes,
+                           version=__version__)
+
+
+def trl_config_json(recipe: Recipe, stage: Stage) -> str:
+    """``trl_config.json`` text."""
+    return json.dumps(trl_config(recipe, stage), sort_keys=True, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,93 @@
+"""Stage files load with the real libraries: TRL takes the kwargs, accelerate takes the YAML."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from accelerate.commands.config.config_args import ClusterConfig
+
+from craftc.emit.stages import accelerate_mode, accelerate_yaml, trl_config
+from craftc.ir import ModelSpec, Stage
+from runtime.train.accelerate_configs import accelerate_config
+
+
+def stage_with(**settings) -> Stage:
+    return Stage(name="s", kind=settings.pop("kind", "sft"), base=settings.pop("base", "tiny_moe"), **settings)
+
+
+def test_sft_kwargs_build_a_real_sft_config(tmp_path, recipe):
+    from trl import SFTConfig
+
+    config = SFTConfig(output_dir=str(tmp_path), **trl_config(recipe, recipe.stages[0]))
+    assert config.assistant_only_loss is True
+    assert config.use_cpu is True and config.bf16 is False
+    assert config.num_train_epochs == 1.0 and config.learning_rate == 3e-4
+
+
+def test_grpo_kwargs_build_a_real_grpo_config(tmp_path, recipe):
+    from trl import GRPOConfig
+
+    config = GRPOConfig(output_dir=str(tmp_path), **trl_config(recipe, recipe.stages[1]))
+    assert config.num_generations == 4 and config.max_steps == 4
+    assert config.reward_weights == [0.5, 0.2, 0.2, 0.1]
+    assert config.use_vllm is False
+
+
+def test_cluster_kwargs_are_all_real_trl_fields(recipe):
+    import dataclasses
+
+    from trl import GRPOConfig, SFTConfig
+
+    sft = stage_with(parallel="zero3", gpus=8, nodes=2, mixed_precision="bf16", batch=256, per_device_batch=4)
+    grpo = stage_with(kind="grpo", parallel="fsdp2", gpus=8, rollout="vllm", vllm_mode="server")
+    for stage, cls in ((sft, SFTConfig), (grpo, GRPOConfig)):
+        kwargs = trl_config(recipe, stage)
+        assert set(kwargs) <= {f.name for f in dataclasses.fields(cls)}
+    assert trl_config(recipe, sft)["gradient_accumulation_steps"] == 256 // (4 * 16)
+    assert trl_config(recipe, sft)["bf16"] is True and trl_config(recipe, sft)["use_cpu"] is False
+    assert trl_config(recipe, grpo)["use_vllm"] is True
+
+
+# (stage settings, the runtime helper's arguments for the same setup)
+SETUPS = [
+    (dict(), dict(parallel="cpu")),
+    (dict(parallel="ddp", gpus=4, mixed_precision="bf16"), dict(parallel="ddp", gpus=4)),
+    (dict(parallel="fsdp2", gpus=8, mixed_precision="bf16"), dict(parallel="fsdp2", gpus=8)),
+    (dict(parallel="zero3", gpus=8, mixed_precision="bf16"), dict(parallel="zero3", gpus=8)),
+]
+
+
+@pytest.mark.parametrize("settings,runtime_args", SETUPS, ids=["cpu", "ddp", "fsdp2", "zero3"])
+def test_accelerate_yaml_loads_with_accelerate_and_matches_the_runtime_helper(tmp_path, recipe, settings,
+                                                                               runtime_args):
+    path = tmp_path / "accelerate.yaml"
+    path.write_text(accelerate_yaml(recipe, stage_with(**settings)))
+    ClusterConfig.from_yaml_file(str(path))          # accelerate's own loader: unknown keys raise
+    assert yaml.safe_load(path.read_text()) == accelerate_config(**runtime_args)
+
+
+def test_multi_node_zero3_keeps_the_moe_block_whole_and_counts_every_process(tmp_path, recipe):
+    path = tmp_path / "accelerate.yaml"
+    path.write_text(accelerate_yaml(recipe, stage_with(parallel="zero3", gpus=8, nodes=2, mixed_precision="bf16")))
+    loaded = ClusterConfig.from_yaml_file(str(path))
+    assert loaded.num_processes == 16 and loaded.num_machines == 2
+    assert loaded.deepspeed_config["deepspeed_moe_layer_cls_names"] == "Qwen3MoeSparseMoeBlock"
+    assert loaded.main_process_port == 29500
+
+
+def test_model_family_picks_the_layer_classes(recipe):
+    gpt_oss = recipe.model_copy(update={"models": (ModelSpec(name="big", source="hub", path="openai/gpt-oss-120b"),)})
+    text = accelerate_yaml(gpt_oss, stage_with(base="big", parallel="fsdp2", gpus=8, mixed_precision="bf16"))
+    assert "fsdp_transformer_layer_cls_to_wrap: GptOssDecoderLayer" in text
+
+
+def test_cpu_ddp_is_multi_cpu(tmp_path, recipe):
+    stage = stage_with(parallel="ddp", gpus=0, nodes=2)
+    assert accelerate_mode(stage) == "multi_cpu"
+    path = tmp_path / "a.yaml"
+    path.write_text(accelerate_yaml(recipe, stage))
+    loaded = ClusterConfig.from_yaml_file(str(path))
+    assert loaded.distributed_type == "MULTI_CPU" and loaded.use_cpu and loaded.num_processes == 2
+    assert json.loads(json.dumps(trl_config(recipe, stage)))["use_cpu"] is True
