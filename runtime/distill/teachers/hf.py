@@ -1,0 +1,60 @@
+"""A teacher that samples a local transformers model (a directory or a cached hub id).
+
+Prompts go through the model's own chat template; candidates of one request come
+from one ``generate`` call with ``num_return_sequences=n``, seeded per request so a
+rerun gives the same text.
+"""
+
+from __future__ import annotations
+
+from craftc.ir import Teacher as TeacherSpec
+from runtime.distill.teachers.base import Candidate, TeacherError, TeacherRequest
+
+__all__ = ["HFTeacher"]
+
+
+class HFTeacher:
+    """Candidates from ``AutoModelForCausalLM`` on the local machine."""
+
+    name = "hf teacher"
+
+    def __init__(self, spec: TeacherSpec):
+        if not spec.model:
+            raise TeacherError("hf teacher: no `model`; set `model \"PATH_OR_HUB_ID\"` in the teacher block")
+        self.spec = spec
+        self._model = self._tokenizer = None
+
+    def _load(self):
+        if self._model is None:
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+            try:
+                self._tokenizer = AutoTokenizer.from_pretrained(self.spec.model)
+                self._model = AutoModelForCausalLM.from_pretrained(self.spec.model)
+            except (OSError, ValueError) as err:
+                raise TeacherError(f"hf teacher: cannot load `{self.spec.model}` ({str(err).splitlines()[0]}); "
+                                   "point `model` at a local model directory") from None
+            self._model.eval()
+            self._tokenizer.padding_side = "left"
+            if self._tokenizer.pad_token is None:
+                self._tokenizer.pad_token = self._tokenizer.eos_token
+        return self._model, self._tokenizer
+
+    def generate(self, requests: list[TeacherRequest]) -> list[Candidate]:
+        import torch
+
+        model, tokenizer = self._load()
+        candidates = []
+        for r, request in enumerate(requests):
+            messages = [{"role": "system", "content": request.system}, *request.messages]
+            prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            inputs = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
+            torch.manual_seed(request.seed)
+            with torch.no_grad():
+                output = model.generate(**inputs, do_sample=True, temperature=self.spec.temperature,
+                                        max_new_tokens=self.spec.max_new_tokens,
+                                        num_return_sequences=request.n, pad_token_id=tokenizer.pad_token_id)
+            prompt_length = inputs["input_ids"].shape[1]
+            for i, row in enumerate(output):
+                text = tokenizer.decode(row[prompt_length:], skip_special_tokens=True)
+                candidates.append(Candidate(text, r, i, {"teacher": "hf", "model": self.spec.model}))
+        return candidates

@@ -1,0 +1,104 @@
+"""The schema's words: business names of entities and metrics, and its physical names.
+
+Judges read a PLAN in business words ("click-through rate", "ad groups") and code in
+logical names (``daily_stat.clicks``); this module is the bridge. It also lists the
+physical table and column names that must never appear in a PLAN.
+
+Example:
+    >>> split_camel("AdGroup")
+    'ad group'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from craftc.ir import Schema
+
+__all__ = ["SchemaVocabulary", "MetricWords", "split_camel", "normalise_words", "mentions"]
+
+_DOTTED = re.compile(r"\b([A-Z][A-Za-z0-9]*)\.([a-z_][A-Za-z0-9_]*)")
+
+
+def split_camel(name: str) -> str:
+    """``AdGroup`` -> ``ad group``; ``daily_stat`` -> ``daily stat``."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ")
+    return spaced.lower().strip()
+
+
+def normalise_words(text: str) -> str:
+    """Lower-case, hyphens and underscores as spaces, single spaces: for phrase matching."""
+    return " " + re.sub(r"[^a-z0-9]+", " ", text.lower().replace("-", " ")).strip() + " "
+
+
+def mentions(text: str, phrase: str) -> bool:
+    """Whether ``phrase`` occurs in ``text`` as whole words (after normalising both)."""
+    words = normalise_words(phrase).strip()
+    return bool(words) and f" {words} " in normalise_words(text)
+
+
+@dataclass(frozen=True)
+class MetricWords:
+    name: str
+    phrases: tuple[str, ...]          # business ways to say it
+    fields: tuple[str, ...]           # logical field names its expression reads
+
+
+@dataclass
+class SchemaVocabulary:
+    """Business words and physical names of one schema."""
+
+    entity_phrases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    entity_names: dict[str, tuple[str, ...]] = field(default_factory=dict)  # view + ref columns
+    metrics: dict[str, MetricWords] = field(default_factory=dict)
+    physical: tuple[str, ...] = ()
+    logical: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_schema(cls, schema: Schema) -> SchemaVocabulary:
+        vocab = cls()
+        logical: set[str] = set()
+        for entity in schema.entities:
+            words = split_camel(entity.name)
+            vocab.entity_phrases[entity.name] = (words, words + "s", words + "es")
+            logical.update({entity.view.lower(), entity.key.name.lower()})
+            logical.update(f.name.lower() for f in entity.fields)
+            logical.update(r.name.lower() for r in entity.refs)
+        for entity in schema.entities:
+            refs = [f"{r.name}_id".lower() for other in schema.entities for r in other.refs
+                    if r.target == entity.name]
+            vocab.entity_names[entity.name] = (entity.view.lower(), *refs)
+        for metric in schema.metrics:
+            phrases = {metric.name.lower(), split_camel(metric.name)}
+            if metric.doc:
+                phrases.add(metric.doc.lower())
+            fields = tuple(dict.fromkeys(m.group(2).lower() for m in _DOTTED.finditer(metric.expr)))
+            vocab.metrics[metric.name] = MetricWords(metric.name, tuple(sorted(phrases)), fields)
+        physical: set[str] = set()
+        for entity in schema.entities:
+            table = entity.table.lower()
+            for name in {table, table.rsplit(".", 1)[-1]}:
+                if name not in logical:
+                    physical.add(name)
+            columns = [entity.key.column] + [f.column for f in entity.fields] + [r.column for r in entity.refs]
+            physical.update(c.lower() for c in columns if c.lower() not in logical)
+        vocab.physical = tuple(sorted(physical))
+        vocab.logical = frozenset(logical)
+        return vocab
+
+    def metrics_named(self, text: str) -> list[str]:
+        """Metrics whose business name occurs in ``text``."""
+        return [name for name, words in self.metrics.items()
+                if any(mentions(text, phrase) for phrase in words.phrases)]
+
+    def entities_named(self, text: str) -> list[str]:
+        """Entities whose business name occurs in ``text``."""
+        return [name for name, phrases in self.entity_phrases.items()
+                if any(mentions(text, phrase) for phrase in phrases)]
+
+    def physical_named(self, text: str) -> list[str]:
+        """Physical table or column names that occur in ``text``."""
+        lowered = text.lower()
+        return [name for name in self.physical
+                if re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", lowered)]
