@@ -1,0 +1,123 @@
+"""What one agent episode leaves behind: plain records, JSON-serialisable.
+
+Rewards and evaluation metrics are pure functions over these records, so a
+trajectory can be scored again (or by hand, in a test) without a model or a
+warehouse. Result frames travel in memory only; the JSON twin keeps their shape
+and a preview.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["DISCOVERY_CALLS", "ExecRecord", "ModelCall", "UserTurn", "Episode", "count_discovery"]
+
+# Warehouse API methods that explore the schema instead of answering the question.
+DISCOVERY_CALLS = ("list_entities", "describe", "describe_entity")
+
+
+def count_discovery(api_calls) -> int:
+    """How many of ``api_calls`` are schema-discovery calls.
+
+    Example:
+        >>> count_discovery(["list_entities", "query", "describe:Campaign"])
+        2
+    """
+    return sum(1 for call in api_calls if str(call).split(":")[0].split("(")[0] in DISCOVERY_CALLS)
+
+
+@dataclass
+class ExecRecord:
+    """The part of a sandbox ``ExecResult`` worth keeping."""
+
+    ok: bool
+    error_class: str | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+    rows: int = 0
+    columns: tuple[str, ...] = ()
+    preview: str = ""
+    api_calls: tuple[str, ...] = ()
+    wall_s: float = 0.0
+
+    @classmethod
+    def from_result(cls, result) -> "ExecRecord":
+        return cls(
+            ok=bool(result.ok), error_class=result.error_class, error_type=result.error_type,
+            error_message=result.error_message, rows=int(result.result_rows),
+            columns=tuple(result.result_columns), preview=result.result_preview,
+            api_calls=tuple(result.api_calls), wall_s=float(result.wall_s),
+        )
+
+
+@dataclass
+class ModelCall:
+    """One model generation inside a user turn, and what came of it."""
+
+    input_tokens: int                   # true tokenizer count of the rendered model input
+    text: str                           # the assistant message as generated
+    think: str | None = None
+    plan: str | None = None
+    code: str | None = None
+    answer: str | None = None
+    well_formed: bool = False
+    exec: ExecRecord | None = None      # None when the turn had no code
+    tool_message: str | None = None     # what the model was shown next
+    discovery_calls: int = 0
+
+
+@dataclass
+class UserTurn:
+    """One analyst question of a conversation and the agent's attempts at it."""
+
+    index: int
+    ask: str
+    calls: list[ModelCall] = field(default_factory=list)
+    final_ok: bool = False              # the turn ended on a successful execution
+    final_code: str | None = None       # the code of that execution
+    final_plan: str | None = None
+    answer: str | None = None
+    # Filled by scoring (evaluation, rewards), not by the loop:
+    passed: bool | None = None          # final result passes the expectations vs the reference
+    kept_constraints: bool | None = None  # follow-ups: earlier turns' constraints still in the code
+    consistency: float | None = None    # plan/code agreement of the final call, in [0, 1]
+    final_frame: Any = field(default=None, repr=False)  # pandas DataFrame, in memory only
+
+
+@dataclass
+class Episode:
+    """A whole conversation (one or more user turns) run by one arm on one instance."""
+
+    instance_id: str
+    workflow: str = ""
+    split: str = ""
+    arm: str = ""
+    turns: list[UserTurn] = field(default_factory=list)
+
+    @property
+    def calls(self) -> list[ModelCall]:
+        return [call for turn in self.turns for call in turn.calls]
+
+    def to_dict(self) -> dict:
+        """The JSON twin (frames dropped; ``ExecRecord`` keeps their shape and preview)."""
+        data = asdict(self)
+        for turn in data["turns"]:
+            turn.pop("final_frame", None)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Episode":
+        turns = []
+        for t in data.get("turns", ()):
+            calls = []
+            for c in t.get("calls", ()):
+                c = dict(c)
+                if c.get("exec") is not None:
+                    e = dict(c["exec"])
+                    e["columns"] = tuple(e.get("columns", ()))
+                    e["api_calls"] = tuple(e.get("api_calls", ()))
+                    c["exec"] = ExecRecord(**e)
+                calls.append(ModelCall(**c))
+            turns.append(UserTurn(**{**{k: v for k, v in t.items() if k != "calls"}, "calls": calls}))
+        return cls(**{**{k: v for k, v in data.items() if k != "turns"}, "turns": turns})

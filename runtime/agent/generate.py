@@ -1,0 +1,95 @@
+"""Turning a Hugging Face model into the agent loop's ``generate`` function.
+
+The loop only needs ``generate(conversations) -> [(text, input_tokens), ...]``;
+keeping that seam small lets tests, evaluation (batched greedy decoding) and GRPO
+rollouts (sampling, with token ids and log-probs) share one loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Generation", "HFGenerator", "render_prompt_ids"]
+
+
+@dataclass
+class Generation:
+    """One model output: its text, input size and (for training) token-level data."""
+
+    text: str
+    input_tokens: int
+    prompt_ids: list[int] = field(default_factory=list)
+    completion_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+
+
+def render_prompt_ids(tokenizer, messages: list[dict]) -> list[int]:
+    """Token ids of ``messages`` rendered with the chat template plus the assistant header."""
+    return list(tokenizer.apply_chat_template(
+        messages, add_generation_prompt=True, tokenize=True, return_dict=False,
+    ))
+
+
+class HFGenerator:
+    """Batched generation with a ``transformers`` causal LM, greedy unless sampling.
+
+    Args:
+        model: A ``PreTrainedModel`` (put in eval mode for the call).
+        tokenizer: Its tokenizer, with a chat template.
+        max_new_tokens: Per model call.
+        do_sample: Sample (GRPO rollouts) instead of greedy decoding (evaluation).
+        temperature: Sampling temperature.
+        batch_size: Conversations per ``generate`` call.
+        context: Longest input kept; longer inputs keep their last tokens.
+    """
+
+    def __init__(self, model, tokenizer, max_new_tokens: int = 256, do_sample: bool = False,
+                 temperature: float = 1.0, batch_size: int = 8, context: int | None = None):
+        self.model, self.tokenizer = model, tokenizer
+        self.max_new_tokens, self.do_sample, self.temperature = max_new_tokens, do_sample, temperature
+        self.batch_size = batch_size
+        limit = context or getattr(model.config, "max_position_embeddings", 2048)
+        self.context = max(16, limit - max_new_tokens)
+
+    def __call__(self, conversations: list[list[dict]]) -> list[Generation]:
+        out: list[Generation] = []
+        for start in range(0, len(conversations), self.batch_size):
+            out += self._batch(conversations[start:start + self.batch_size])
+        return out
+
+    def _batch(self, conversations: list[list[dict]]) -> list[Generation]:
+        import torch
+
+        tok = self.tokenizer
+        pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        prompts = [render_prompt_ids(tok, messages)[-self.context:] for messages in conversations]
+        width = max(len(p) for p in prompts)
+        input_ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+        attention = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, ids in enumerate(prompts):                  # left padding for decoder-only models
+            input_ids[row, width - len(ids):] = torch.tensor(ids)
+            attention[row, width - len(ids):] = 1
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                generated = self.model.generate(
+                    input_ids=input_ids.to(self.model.device), attention_mask=attention.to(self.model.device),
+                    max_new_tokens=self.max_new_tokens, do_sample=self.do_sample,
+                    temperature=self.temperature if self.do_sample else None, top_k=None, top_p=None,
+                    pad_token_id=pad_id, eos_token_id=tok.eos_token_id,
+                    output_scores=True, return_dict_in_generate=True,
+                )
+        finally:
+            self.model.train(was_training)
+        new = generated.sequences[:, width:].cpu()
+        logps = torch.stack(generated.scores, dim=1).float().log_softmax(-1).cpu() if generated.scores else None
+        results = []
+        for row, ids in enumerate(prompts):
+            completion = new[row].tolist()
+            if tok.eos_token_id in completion:              # keep the end-of-turn token, drop padding
+                completion = completion[: completion.index(tok.eos_token_id) + 1]
+            lp = [float(logps[row, i, t]) for i, t in enumerate(completion)] if logps is not None else []
+            text = tok.decode(completion, skip_special_tokens=True)
+            results.append(Generation(text, len(ids), list(ids), completion, lp))
+        return results

@@ -1,0 +1,219 @@
+"""The multi-turn agent loop: model turn -> sandbox -> tool message -> repair.
+
+For each user turn of a task the model writes a three-block turn; its ``<CODE>``
+runs in the sandbox and the output comes back as a ``tool`` message. A successful
+execution or an ``<ANSWER>`` ends the user turn; an error lets the model repair,
+up to ``max_turns`` model calls per user turn. Then the next user turn of the
+conversation is asked, with the whole history in context.
+
+Episodes advance in lockstep so that every step is one batched ``generate`` call
+(greedy decoding is then deterministic and fast enough for evaluation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from craftc.ir import BlockFormat
+from runtime.distill.blocks import parse_turn
+from runtime.agent.episode import Episode, ExecRecord, ModelCall, UserTurn, count_discovery
+from runtime.agent.generate import Generation, HFGenerator
+from runtime.agent.task import AgentTask
+
+__all__ = ["TurnWording", "run_episode", "run_episodes", "tool_output_text"]
+
+
+@dataclass(frozen=True)
+class TurnWording:
+    """How a user turn and a tool turn are worded (``prompts/turn.md``)."""
+
+    user: str = "{ask}"
+    tool: str = "{output}"
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "TurnWording":
+        """Read ``prompts/turn.md``: the section holding ``{ask}`` and the one holding ``{output}``.
+
+        Sections are separated by Markdown headings (``#``) or blank-line runs; a
+        file that is one template with both placeholders is used for both.
+        """
+        text = Path(path).read_text()
+        sections, current = [], []
+        for line in text.splitlines():
+            if line.startswith("#"):
+                if current:
+                    sections.append("\n".join(current).strip("\n"))
+                current = []
+                continue
+            current.append(line)
+        if current:
+            sections.append("\n".join(current).strip("\n"))
+        user = next((s for s in sections if "{ask}" in s and "{output}" not in s), None)
+        tool = next((s for s in sections if "{output}" in s and "{ask}" not in s), None)
+        return cls(user=user or cls.user, tool=tool or cls.tool)
+
+    def render_user(self, ask: str) -> str:
+        return self.user.replace("{ask}", ask)
+
+    def render_tool(self, output: str) -> str:
+        return self.tool.replace("{output}", output)
+
+
+def tool_output_text(record: ExecRecord) -> str:
+    """What the model sees after its code ran: the preview, or the error in one line."""
+    if record.ok:
+        return record.preview or f"[{record.rows} rows]"
+    detail = ": ".join(x for x in (record.error_type, record.error_message) if x)
+    return f"error {record.error_class}" + (f": {detail}" if detail else "")
+
+
+@dataclass
+class _Run:
+    """Loop state of one episode."""
+
+    task: AgentTask
+    episode: Episode
+    messages: list[dict]
+    turn_no: int = 0
+    done: bool = False
+
+
+def _start_turn(run: _Run, wording: TurnWording) -> None:
+    ask = run.task.turns[run.turn_no].ask
+    run.messages.append({"role": "user", "content": wording.render_user(ask)})
+    run.episode.turns.append(UserTurn(index=run.turn_no, ask=ask))
+
+
+def _advance(run: _Run, wording: TurnWording) -> None:
+    run.turn_no += 1
+    if run.turn_no >= len(run.task.turns):
+        run.done = True
+    else:
+        _start_turn(run, wording)
+
+
+def _execute(sandbox, jobs: list[tuple[str, dict]]) -> list:
+    if not jobs:
+        return []
+    if hasattr(sandbox, "run_many"):            # all workers at once
+        return sandbox.run_many(jobs)
+    return [sandbox.run(code, params) for code, params in jobs]
+
+
+def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, fmt=None,
+                 max_turns: int = 3, wording: TurnWording | None = None, arm: str = "",
+                 on_generation=None) -> list[Episode]:
+    """Run every task's conversation to the end, one batched model call per step.
+
+    Args:
+        generate: ``generate(conversations) -> list[Generation]`` (see ``HFGenerator``).
+        tasks: The instances to work on.
+        system_prompt: The stripped or stuffed system prompt.
+        sandbox: Anything with ``run(code, params) -> ExecResult`` (a ``SandboxPool``).
+        fmt: Block tag names (``craftc.ir.BlockFormat``, dict or None).
+        max_turns: Model calls allowed per user turn (first try plus repairs).
+        wording: User and tool message templates.
+        arm: Label stored on each episode.
+        on_generation: Optional ``callback(task_index, turn_no, Generation)`` (GRPO uses it
+            to collect token ids and log-probs).
+
+    Returns:
+        One ``Episode`` per task, in order.
+    """
+    if max_turns < 1:
+        raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+    wording = wording or TurnWording()
+    fmt = _block_format(fmt)
+    runs = []
+    for task in tasks:
+        run = _Run(task, Episode(task.id, task.workflow, task.split, arm),
+                   [{"role": "system", "content": system_prompt}])
+        _start_turn(run, wording)
+        runs.append(run)
+    while True:
+        active = [i for i, run in enumerate(runs) if not run.done]
+        if not active:
+            break
+        generations: list[Generation] = generate([runs[i].messages for i in active])
+        jobs, waiting = [], []
+        for i, gen in zip(active, generations):
+            run = runs[i]
+            if on_generation is not None:
+                on_generation(i, run.turn_no, gen)
+            parsed = parse_turn(gen.text, fmt)
+            call = ModelCall(gen.input_tokens, gen.text, parsed.think, parsed.plan, parsed.code,
+                             parsed.answer, parsed.complete)
+            run.episode.turns[-1].calls.append(call)
+            run.messages.append({"role": "assistant", "content": gen.text})
+            if parsed.code:
+                jobs.append((parsed.code, run.task.params))
+                waiting.append((i, call))
+            else:
+                _finish_without_code(run, call, parsed.answer, max_turns, wording)
+        for (i, call), result in zip(waiting, _execute(sandbox, jobs)):
+            _finish_with_exec(runs[i], call, result, max_turns, wording)
+    return [run.episode for run in runs]
+
+
+def _block_format(fmt) -> BlockFormat:
+    if fmt is None:
+        return BlockFormat()
+    if isinstance(fmt, dict):
+        return BlockFormat(**fmt)
+    return fmt
+
+
+def _finish_without_code(run: _Run, call: ModelCall, answer: str | None, max_turns: int,
+                         wording: TurnWording) -> None:
+    turn = run.episode.turns[-1]
+    if answer is not None:
+        turn.answer = answer
+        _advance(run, wording)
+        return
+    # Neither code nor answer: tell the model, let it try again within its budget.
+    call.tool_message = wording.render_tool("error FormatError: no <CODE> block and no <ANSWER> block")
+    if len(turn.calls) >= max_turns:
+        _advance(run, wording)
+    else:
+        run.messages.append({"role": "tool", "content": call.tool_message})
+
+
+def _finish_with_exec(run: _Run, call: ModelCall, result, max_turns: int, wording: TurnWording) -> None:
+    record = ExecRecord.from_result(result)
+    call.exec = record
+    call.discovery_calls = count_discovery(record.api_calls)
+    call.tool_message = wording.render_tool(tool_output_text(record))
+    run.messages.append({"role": "tool", "content": call.tool_message})
+    turn = run.episode.turns[-1]
+    if record.ok:
+        turn.final_ok, turn.final_code, turn.final_plan = True, call.code, call.plan
+        turn.final_frame = result.result_frame
+        _advance(run, wording)
+    elif len(turn.calls) >= max_turns:
+        _advance(run, wording)
+
+
+def run_episode(model_or_generate_fn, tokenizer, instance: AgentTask, system_prompt: str, sandbox,
+                fmt=None, max_turns: int = 3, wording: TurnWording | None = None,
+                max_new_tokens: int = 256) -> Episode:
+    """Run one task's conversation (greedy when given a model).
+
+    Args:
+        model_or_generate_fn: A ``transformers`` model, or a ``generate`` function.
+        tokenizer: The model's tokenizer (unused with a ``generate`` function).
+        instance: The task.
+        system_prompt: The system prompt for the arm.
+        sandbox: ``run(code, params) -> ExecResult``.
+        fmt: Block tag names.
+        max_turns: Model calls per user turn.
+        wording: User/tool message templates.
+        max_new_tokens: Per model call, with a model.
+
+    Returns:
+        The episode.
+    """
+    generate = model_or_generate_fn
+    if hasattr(model_or_generate_fn, "generate") and hasattr(model_or_generate_fn, "config"):
+        generate = HFGenerator(model_or_generate_fn, tokenizer, max_new_tokens=max_new_tokens)
+    return run_episodes(generate, [instance], system_prompt, sandbox, fmt, max_turns, wording)[0]

@@ -1,0 +1,121 @@
+"""The agent loop against the real sandbox, driven by a scripted model or a tiny real one."""
+
+import json
+
+import pytest
+
+from runtime.agent import (
+    AgentTask, Episode, Generation, HFGenerator, TurnWording, load_tasks, run_episode, run_episodes,
+)
+from tests.agent.warehouse import TOP_CODE, TRAVEL_CODE, assistant, task_dict
+
+SYSTEM = "You are an analyst agent. Answer with THINK, PLAN and CODE blocks."
+
+
+class Script:
+    """A stand-in model: replies from a list, recording what it was shown."""
+
+    def __init__(self, replies):
+        self.replies, self.seen = list(replies), []
+
+    def __call__(self, conversations):
+        out = []
+        for messages in conversations:
+            self.seen.append([dict(m) for m in messages])
+            out.append(Generation(self.replies.pop(0), input_tokens=sum(len(m["content"]) for m in messages)))
+        return out
+
+
+def test_a_correct_conversation_takes_one_call_per_user_turn(sandbox):
+    task = AgentTask.from_dict(task_dict(n=2))
+    model = Script([assistant("Rank campaigns by budget.", TOP_CODE.format(n=2)),
+                    assistant("Keep travel campaigns.", TRAVEL_CODE.format(n=2))])
+    episode = run_episode(model, None, task, SYSTEM, sandbox, max_turns=3)
+    assert [len(t.calls) for t in episode.turns] == [1, 1]
+    assert all(t.final_ok for t in episode.turns)
+    assert list(episode.turns[0].final_frame["name"]) == ["Winter Fly", "Summer Trip"]
+    # The second question is asked with the whole first exchange in context.
+    roles = [m["role"] for m in model.seen[1]]
+    assert roles == ["system", "user", "assistant", "tool", "user"]
+    assert "Winter Fly" in model.seen[1][3]["content"]
+
+
+def test_an_execution_error_comes_back_as_a_tool_message_and_the_model_repairs(sandbox):
+    task = AgentTask.from_dict(task_dict(n=2))
+    broken = "result = api.query('SELECT nme FROM campaign')"
+    model = Script([assistant("List campaigns.", broken), assistant("List campaigns.", TOP_CODE.format(n=2)),
+                    "<ANSWER>\nDone.\n</ANSWER>"])
+    episode = run_episode(model, None, task, SYSTEM, sandbox, max_turns=3)
+    first = episode.turns[0]
+    assert [c.exec.ok for c in first.calls] == [False, True]
+    assert "did you mean `name`" in first.calls[0].tool_message
+    assert model.seen[1][-1] == {"role": "tool", "content": first.calls[0].tool_message}
+    assert first.final_ok and first.final_code == TOP_CODE.format(n=2)
+    # An answer without code ends the second user turn.
+    assert episode.turns[1].answer == "Done." and not episode.turns[1].final_ok
+
+
+def test_the_repair_budget_ends_a_user_turn(sandbox):
+    task = AgentTask.from_dict(task_dict(n=2))
+    model = Script(["no blocks at all", "still nothing", assistant("p", "x = 1 / 0"),
+                    assistant("p", "result = 1")])
+    episode = run_episode(model, None, task, SYSTEM, sandbox, max_turns=2)
+    assert len(episode.turns[0].calls) == 2 and not episode.turns[0].final_ok
+    assert "no <CODE> block" in episode.turns[0].calls[0].tool_message
+    assert episode.turns[1].calls[0].exec.error_type == "ZeroDivisionError"
+    assert episode.turns[1].final_ok
+
+
+def test_discovery_calls_are_counted_per_model_call(sandbox):
+    task = AgentTask.from_dict(task_dict(n=2))
+    code = "api.list_entities()\napi.describe('campaign')\n" + TOP_CODE.format(n=2)
+    model = Script([assistant("p", code), "<ANSWER>ok</ANSWER>"])
+    episode = run_episode(model, None, task, SYSTEM, sandbox)
+    assert episode.turns[0].calls[0].discovery_calls == 2
+    assert episode.turns[0].calls[0].exec.api_calls == ("list_entities", "describe", "query")
+
+
+def test_turn_wording_reads_both_templates(tmp_path):
+    path = tmp_path / "turn.md"
+    path.write_text("# user turn\nQuestion: {ask}\n\n# tool turn\nOutput:\n{output}\n")
+    wording = TurnWording.from_file(path)
+    assert wording.render_user("why?") == "Question: why?"
+    assert wording.render_tool("3 rows") == "Output:\n3 rows"
+
+
+def test_episodes_round_trip_through_json(sandbox):
+    task = AgentTask.from_dict(task_dict(n=3))
+    model = Script([assistant("p", TOP_CODE.format(n=3)), assistant("p", TRAVEL_CODE.format(n=3))])
+    episode = run_episode(model, None, task, SYSTEM, sandbox)
+    data = json.loads(json.dumps(episode.to_dict()))
+    again = Episode.from_dict(data)
+    assert again.to_dict() == episode.to_dict()
+    assert again.turns[0].calls[0].exec.rows == 3
+
+
+def test_load_tasks_reads_a_split_map_and_names_bad_files(tmp_path):
+    path = tmp_path / "eval_instances.json"
+    path.write_text(json.dumps({"eval_params": [task_dict(2, "a")], "eval_workflows": [task_dict(3, "b")]}))
+    tasks = load_tasks(path)
+    assert [(t.id, t.split) for t in tasks] == [("a", "eval_params"), ("b", "eval_workflows")]
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        load_tasks(path)
+
+
+def test_a_real_tiny_model_runs_batched_greedy_and_deterministically(sandbox, tiny_model):
+    model, tok = tiny_model
+    tasks = [AgentTask.from_dict(task_dict(n, f"t{n}")) for n in (2, 3, 4)]
+    gen = HFGenerator(model, tok, max_new_tokens=24, batch_size=3)
+    first = run_episodes(gen, tasks, SYSTEM, sandbox, max_turns=2)
+    second = run_episodes(gen, tasks, SYSTEM, sandbox, max_turns=2)
+    assert [e.to_dict() for e in first] == [e.to_dict() for e in second]
+    call = first[0].turns[0].calls[0]
+    expected = len(tok.apply_chat_template([{"role": "system", "content": SYSTEM},
+                                            {"role": "user", "content": tasks[0].turns[0].ask}],
+                                           add_generation_prompt=True, tokenize=True, return_dict=False))
+    assert call.input_tokens == expected
+    # Batched decoding gives the same text as decoding one conversation alone.
+    alone = run_episodes(HFGenerator(model, tok, max_new_tokens=24, batch_size=1), tasks[1:2], SYSTEM,
+                         sandbox, max_turns=2)
+    assert alone[0].turns[0].calls[0].text == first[1].turns[0].calls[0].text
