@@ -16,7 +16,7 @@ if str(HERE) not in sys.path:  # so workers can import `fake_api`
     sys.path.insert(0, str(HERE))
 
 # Tight limits keep the hostile suite fast; each is well above what good code needs.
-TEST_LIMITS = SandboxLimits(wall_timeout_s=3.0, cpu_s=1, memory_mb=512, max_result_rows=50,
+TEST_LIMITS = SandboxLimits(wall_timeout_s=4.0, cpu_s=1, memory_mb=512, max_result_rows=50,
                             max_result_bytes=1 << 20, max_file_mb=4, max_stdout_chars=200,
                             max_stdout_total_chars=100_000)
 

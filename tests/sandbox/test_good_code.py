@@ -48,7 +48,7 @@ def test_stdout_tail_keeps_the_end(pool):
 
 def test_timing_fields_are_measured(pool):
     run = pool.run("s = sum(range(2_000_000))\nresult = s")
-    assert 0 < run.cpu_s < run.wall_s + 0.5 and 0 < run.wall_s < 3
+    assert 0 < run.cpu_s < run.wall_s + 0.5 and 0 < run.wall_s < 4
 
 
 def test_api_calls_are_reported_in_order(pool):
