@@ -156,9 +156,32 @@ def _load_inputs(model_dir: Path, dataset_dir: Path):
     if len(dataset) == 0:
         raise SFTSetupError(f"dataset `{dataset_dir}` is empty: the gate step accepted no trajectory")
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+    _use_training_template(tokenizer, model_dir)
     # Other columns (workflow, instance_id, n_tokens) are kept for the mask report's ids
     # but never reach the trainer.
     return tokenizer, dataset
+
+
+def _use_training_template(tokenizer, model_dir: Path) -> None:
+    """Give a stock base model the training template TRL would swap in, before the mask report.
+
+    tiny_moe's template already has generation markers. A real base model's stock
+    template usually does not; TRL patches known ones inside `SFTTrainer`, so the
+    report must render with the same patched template to describe what is trained.
+    """
+    from trl.chat_template_utils import get_training_chat_template
+
+    if tokenizer.chat_template is None:
+        raise SFTSetupError(f"tokenizer in `{model_dir}` has no chat template: conversational SFT needs one")
+    try:
+        patched = get_training_chat_template(tokenizer)
+    except ValueError as exc:
+        raise SFTSetupError(
+            f"the chat template of `{model_dir}` has no {{% generation %}} markers and TRL has no training "
+            f"variant for it, so tool outputs could not be masked. Add the markers around assistant output "
+            f"(see docs/training.md). TRL said: {str(exc).splitlines()[0]}") from exc
+    if patched is not None:
+        tokenizer.chat_template = patched
 
 
 def _is_main_process() -> bool:

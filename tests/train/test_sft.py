@@ -115,3 +115,13 @@ def test_cli_reports_bad_config_without_a_traceback(tmp_path, capsys):
     bad.write_text(json.dumps({"model_dir": "m", "stage": {}}))
     assert main(["--config", str(bad)]) == 1
     assert "missing: dataset_dir, out_dir" in capsys.readouterr().err
+
+
+def test_a_template_without_generation_markers_is_refused_up_front(tiny_model_dir, dataset_dir, tmp_path):
+    from runtime.train.tiny_moe import CHAT_TEMPLATE
+
+    bare = CHAT_TEMPLATE.replace("{%- generation %}", "").replace("{%- endgeneration %}", "")
+    model = shutil.copytree(tiny_model_dir, tmp_path / "bare_model")
+    (model / "chat_template.jinja").write_text(bare)
+    with pytest.raises(SFTSetupError, match="no {% generation %} markers"):
+        train_sft(model, dataset_dir, tmp_path / "out", SHORT)

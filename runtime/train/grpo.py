@@ -1,0 +1,428 @@
+"""Stage II: execution-shaped GRPO with the composite reward and multi-turn rollouts.
+
+Why a ``rollout_func`` and not TRL's ``tools=``: TRL's tool loop parses tool calls
+as ``<tool_call>{json}</tool_call>`` through ``tokenizer.response_template`` and
+calls a Python function with JSON arguments. The craft agent's tool call is the
+``<CODE>`` block of a three-block turn, run in the sandbox with the instance's
+params; the plan and the code must be scored together. So the rollout is the
+agent loop itself (``runtime.agent.run_episodes``), sampling with the trainer's
+model: the ``<CODE>`` of a completion runs in the sandbox, its output comes back as
+a ``tool`` message, and the model continues, up to ``max_turns`` model calls. The
+tool tokens are spliced into the completion with ``env_mask = 0`` so they are never
+trained, exactly as TRL does for its own tool loop.
+
+One reward function per component (``__name__`` = the component) receives the
+completions, the dataset columns and the rollout's agent turns; ``reward_weights``
+come from the plan's reward spec (normalised when the recipe says ``normalized``),
+so TRL's logged ``reward`` is ``R_total`` as optimised and ``rewards/<c>/mean`` is
+each component.
+
+Runs as a step (``run_grpo(ctx)``) or alone / under ``accelerate launch``:
+``python -m runtime.train.grpo --config CONFIG.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["GRPOSetupError", "GRPOJob", "build_rows", "make_reward_funcs", "make_rollout_func",
+           "grpo_config", "train_grpo", "measure", "run_grpo", "main"]
+
+
+class GRPOSetupError(ValueError):
+    """A GRPO job that cannot start; the message names the thing and the fix."""
+
+
+@dataclass
+class GRPOJob:
+    """Everything one GRPO run needs, as plain data (the ``--config`` JSON)."""
+
+    model_dir: str
+    instances: str                  # JSON file of training instances (the dataset step's format)
+    warehouse: str
+    out_dir: str
+    system_prompt: str
+    reward: dict                    # RewardSpec fields: weights, aggregate, penalties, step_rewards
+    stage: dict = field(default_factory=dict)     # the plan's Stage (max_turns, group, steps, lr, ...)
+    trl: dict = field(default_factory=dict)       # stages/<stage>/trl_config.json
+    wording: dict = field(default_factory=dict)   # {"user": ..., "tool": ...}
+    fmt: dict = field(default_factory=dict)       # block tag names
+    schema: dict | None = None                    # craftc.ir.Schema as JSON, for consistency/judge
+    api_factory: str = "runtime.world.api:WarehouseApi"
+    max_rows: int = 64                            # training rows kept (instances x turns)
+    measure_rows: int = 16
+    seed: int = 0
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> "GRPOJob":
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise GRPOSetupError(f"cannot read GRPO config {path} ({exc})") from None
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        missing = sorted(k for k in ("model_dir", "instances", "warehouse", "out_dir", "system_prompt", "reward")
+                         if k not in data)
+        if unknown or missing:
+            raise GRPOSetupError(f"GRPO config {path}: " + "; ".join(
+                ([f"unknown keys {unknown}"] if unknown else []) + ([f"missing keys {missing}"] if missing else [])))
+        return cls(**data)
+
+
+# ---------------------------------------------------------------- data
+
+
+def _spec(job: GRPOJob):
+    from runtime.rewards import RewardSpec
+    return RewardSpec(**job.reward)
+
+
+def _terms(job: GRPOJob):
+    from craftc.ir import Schema
+    from runtime.rewards import SchemaTerms
+    return SchemaTerms.from_schema(Schema.model_validate(job.schema)) if job.schema else None
+
+
+def build_rows(job: GRPOJob, sandbox) -> tuple[list[dict], dict]:
+    """Training rows (one per instance turn) and the reference result of each.
+
+    A follow-up turn's prompt carries the earlier turns as the reference assistant
+    turns and their real tool outputs, so every row is one user turn to solve.
+
+    Returns:
+        ``(rows, references)``: rows with ``prompt`` (messages), ``ask``, ``reference_key``,
+        ``params_json`` and ``expectations_json``; references maps key -> DataFrame.
+    """
+    from runtime.agent import ExecRecord, TurnWording, load_tasks, tool_output_text
+    from runtime.distill.blocks import format_turn
+
+    from craftc.ir import BlockFormat
+
+    wording = TurnWording(**job.wording) if job.wording else TurnWording()
+    fmt = BlockFormat(**job.fmt) if job.fmt else BlockFormat()
+    tasks = load_tasks(job.instances)
+    if not tasks:
+        raise GRPOSetupError(f"{job.instances} holds no training instances; check the dataset step's train split")
+    rows, references = [], {}
+    for task in tasks:
+        messages = [{"role": "system", "content": job.system_prompt}]
+        for t, turn in enumerate(task.turns):
+            messages.append({"role": "user", "content": wording.render_user(turn.ask)})
+            result = sandbox.run(turn.reference_code, task.params)
+            key = f"{task.id}/{t}"
+            references[key] = result.result_frame if result.ok else None
+            rows.append({"prompt": [dict(m) for m in messages], "ask": turn.ask, "reference_key": key,
+                         "params_json": json.dumps(task.params, sort_keys=True, default=str),
+                         "expectations_json": json.dumps(list(turn.expectations), sort_keys=True)})
+            reference_turn = format_turn("Follow the plan.", turn.reference_plan, turn.reference_code, fmt)
+            messages += [{"role": "assistant", "content": reference_turn},
+                         {"role": "tool", "content": wording.render_tool(tool_output_text(ExecRecord.from_result(result)))}]
+    return rows[: job.max_rows], references
+
+
+# ---------------------------------------------------------------- rollouts and rewards
+
+
+def _suffix_ids(tokenizer, before: list[dict], after: list[dict]) -> list[int]:
+    """Tokens the template adds between a finished assistant turn and the next generation.
+
+    Rendered as text and cut after the last end-of-turn token of ``before``, as TRL's
+    own tool loop does, so the ids continue the generated sequence exactly.
+    """
+    eos = tokenizer.eos_token
+    prev = tokenizer.apply_chat_template(before, tokenize=False)
+    full = tokenizer.apply_chat_template(after, tokenize=False, add_generation_prompt=True)
+    cut = prev.rfind(eos) + len(eos)
+    if not full.startswith(prev[:cut]):
+        raise GRPOSetupError("the chat template is not prefix-preserving; multi-turn rollouts need one")
+    return tokenizer(full[cut:], add_special_tokens=False)["input_ids"]
+
+
+def make_rollout_func(job: GRPOJob, tokenizer, sandbox, references: dict):
+    """TRL ``rollout_func``: one agent user turn per prompt, tool tokens masked out."""
+    from craftc.ir import BlockFormat
+    from runtime.agent import AgentTask, HFGenerator, TaskTurn, TurnWording, run_episodes
+
+    wording = TurnWording(**job.wording) if job.wording else TurnWording()
+    fmt = BlockFormat(**job.fmt) if job.fmt else BlockFormat()
+    max_turns = int(job.stage.get("max_turns", 3))
+
+    def rollout(prompts, trainer):
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        generate = HFGenerator(model, tokenizer, max_new_tokens=int(job.stage.get("max_new_tokens", 256)),
+                               do_sample=True, temperature=float(job.stage.get("temperature", 1.0)),
+                               batch_size=len(prompts))
+        tasks = [AgentTask(id=str(i), workflow="", turns=(TaskTurn(ask=p[-1]["content"]),)) for i, p in enumerate(prompts)]
+        by_task: dict[int, list] = {i: [] for i in range(len(prompts))}
+        episodes = run_episodes(generate, tasks, "", sandbox, fmt, max_turns, wording,
+                                on_generation=lambda i, _t, gen: by_task[i].append(gen), prefixes=prompts)
+        out = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [], "agent_turn": []}
+        for i, episode in enumerate(episodes):
+            turn, gens = episode.turns[0], by_task[i]
+            ids, logps, mask = [], [], []
+            history = [dict(m) for m in prompts[i]]
+            for n, gen in enumerate(gens):
+                ids += gen.completion_ids
+                logps += gen.logprobs
+                mask += [1] * len(gen.completion_ids)
+                history.append({"role": "assistant", "content": gen.text})
+                if n + 1 < len(gens):              # a tool message came back and the model continued
+                    history.append({"role": "tool", "content": turn.calls[n].tool_message})
+                    suffix = _suffix_ids(tokenizer, history[:-1], history)
+                    ids += suffix
+                    logps += [0.0] * len(suffix)
+                    mask += [0] * len(suffix)
+            out["prompt_ids"].append(gens[0].prompt_ids)
+            out["completion_ids"].append(ids)
+            out["logprobs"].append(logps)
+            out["env_mask"].append(mask)
+            out["agent_turn"].append(turn)
+        return out
+
+    return rollout
+
+
+def _context(row_params: str, row_expectations: str, reference, terms):
+    from runtime.rewards import TurnContext
+    return TurnContext(params=json.loads(row_params), reference=reference,
+                       expectations=tuple(json.loads(row_expectations)), terms=terms)
+
+
+def make_reward_funcs(spec, references: dict, terms=None) -> list:
+    """One TRL reward function per weighted component, each named after it.
+
+    Each receives ``completions`` and the dataset columns (``params_json``,
+    ``reference_key``, ``expectations_json``) plus the rollout's ``agent_turn`` and
+    returns that component's score per completion.
+    """
+    from runtime.rewards import score_turn
+
+    cache: dict[int, dict] = {}
+
+    def scores_of(turn, params_json, reference_key, expectations_json) -> dict:
+        # The four functions score the same turn: compute it once per rollout.
+        if id(turn) not in cache:
+            ctx = _context(params_json, expectations_json, references.get(reference_key), terms)
+            cache[id(turn)] = score_turn(turn, ctx, spec)
+        return cache[id(turn)]
+
+    def make(component: str):
+        def reward(prompts, completions, agent_turn, params_json, reference_key, expectations_json, **kwargs):
+            values = [scores_of(*args)[component]
+                      for args in zip(agent_turn, params_json, reference_key, expectations_json)]
+            if component == spec.components[0] and "log_metric" in kwargs:
+                ok = [float(t.final_ok) for t in agent_turn]
+                kwargs["log_metric"]("exec_success", sum(ok) / max(1, len(ok)))
+            if component == spec.components[-1]:
+                cache.clear()
+            return values
+        reward.__name__ = component
+        return reward
+
+    return [make(c) for c in spec.components]
+
+
+# ---------------------------------------------------------------- config and training
+
+
+def grpo_config(job: GRPOJob, spec, n_rows: int):
+    """The ``GRPOConfig``: the plan's TRL settings, CPU-safe when there is no GPU."""
+    import torch
+    from trl import GRPOConfig
+
+    group = int(job.stage.get("group", 4))
+    settings = {
+        "learning_rate": float(job.stage.get("lr", 1e-5)), "num_generations": group,
+        "per_device_train_batch_size": group, "max_steps": int(job.stage.get("steps") or 10),
+        "max_completion_length": int(job.stage.get("max_new_tokens", 256)) * int(job.stage.get("max_turns", 3)),
+        "temperature": float(job.stage.get("temperature", 1.0)), "beta": float(job.stage.get("beta", 0.0)),
+        "logging_steps": 1, "save_steps": 50, "save_total_limit": 2, "seed": job.seed,
+        "report_to": "none", "dataloader_num_workers": 0,
+    }
+    allowed = set(GRPOConfig.__dataclass_fields__)
+    settings.update({k: v for k, v in job.trl.items() if k in allowed and k != "output_dir"})
+    settings["reward_weights"] = spec.trl_weights
+    if not torch.cuda.is_available():
+        settings.update(use_cpu=True, bf16=False, fp16=False, gradient_checkpointing=False)
+    return GRPOConfig(output_dir=str(Path(job.out_dir) / "checkpoints"), **settings)
+
+
+def _last_checkpoint(path: Path) -> str | None:
+    found = sorted(path.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]) if p.name.split("-")[-1].isdigit() else -1)
+    return str(found[-1]) if found else None
+
+
+def measure(job: GRPOJob, model, tokenizer, sandbox, rows: list[dict], references: dict, terms=None) -> dict:
+    """Mean R_total, each component and execution success on ``rows``, greedy decoding."""
+    from craftc.ir import BlockFormat
+    from runtime.agent import AgentTask, HFGenerator, TaskTurn, TurnWording, run_episodes
+    from runtime.rewards import score_turn
+
+    spec = _spec(job)
+    wording = TurnWording(**job.wording) if job.wording else TurnWording()
+    generate = HFGenerator(model, tokenizer, max_new_tokens=int(job.stage.get("max_new_tokens", 256)), batch_size=8)
+    tasks = [AgentTask(id=r["reference_key"], workflow="", turns=(TaskTurn(ask=r["ask"]),)) for r in rows]
+    episodes = run_episodes(generate, tasks, "", sandbox, BlockFormat(**job.fmt) if job.fmt else None,
+                            int(job.stage.get("max_turns", 3)), wording, prefixes=[r["prompt"] for r in rows])
+    sums: dict[str, float] = {}
+    for row, episode in zip(rows, episodes):
+        ctx = _context(row["params_json"], row["expectations_json"], references.get(row["reference_key"]), terms)
+        scores = score_turn(episode.turns[0], ctx, spec)
+        scores["exec_success"] = float(episode.turns[0].final_ok)
+        for k, v in scores.items():
+            sums[k] = sums.get(k, 0.0) + v
+    return {k: round(v / max(1, len(rows)), 6) for k, v in sorted(sums.items())}
+
+
+def _write_json(path: Path, data) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def _plot_curves(log_history: list[dict], components: tuple[str, ...], out: Path) -> list[str]:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    for name, key in [("total", "reward")] + [(c, f"rewards/{c}/mean") for c in components]:
+        points = [(h["step"], h[key]) for h in log_history if key in h]
+        if not points:
+            continue
+        fig, ax = plt.subplots(figsize=(5, 3))
+        ax.plot(*zip(*points), marker="o", markersize=2)
+        ax.set(xlabel="step", ylabel=key, title=f"GRPO reward: {name}")
+        fig.tight_layout()
+        fig.savefig(out / f"reward_{name}.png", dpi=80, metadata={"Software": None})
+        plt.close(fig)
+        written.append(f"reward_{name}.png")
+    return written
+
+
+def train_grpo(job: GRPOJob) -> dict:
+    """Train, measure before/after, save ``final``, ``metrics.jsonl`` and reward curves.
+
+    Returns:
+        The summary written to ``grpo_summary.json``.
+    """
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOTrainer
+
+    from runtime.sandbox import SandboxLimits, SandboxPool
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    out = Path(job.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if not (Path(job.model_dir) / "config.json").is_file():
+        raise GRPOSetupError(f"no model in {job.model_dir}; run the sft step first")
+    spec, terms = _spec(job), _terms(job)
+    torch.manual_seed(job.seed)
+    tokenizer = AutoTokenizer.from_pretrained(job.model_dir)
+    model = AutoModelForCausalLM.from_pretrained(job.model_dir, dtype=torch.float32)
+    started = time.time()
+    with SandboxPool(2, job.warehouse, SandboxLimits(), job.api_factory) as sandbox:
+        rows, references = build_rows(job, sandbox)
+        probe = rows[: job.measure_rows]
+        before = measure(job, model, tokenizer, sandbox, probe, references, terms)
+        trainer = GRPOTrainer(
+            model=model, processing_class=tokenizer, args=grpo_config(job, spec, len(rows)),
+            reward_funcs=make_reward_funcs(spec, references, terms), train_dataset=Dataset.from_list(rows),
+            rollout_func=make_rollout_func(job, tokenizer, sandbox, references),
+        )
+        trainer.train(resume_from_checkpoint=_last_checkpoint(out / "checkpoints"))
+        after = measure(job, trainer.model, tokenizer, sandbox, probe, references, terms)
+    history = trainer.state.log_history
+    with open(out / "metrics.jsonl.tmp", "w") as fh:
+        for entry in history:
+            fh.write(json.dumps(entry, sort_keys=True) + "\n")
+    os.replace(out / "metrics.jsonl.tmp", out / "metrics.jsonl")
+    tmp = Path(tempfile.mkdtemp(prefix=".final.", dir=out))
+    trainer.save_model(str(tmp))
+    tokenizer.save_pretrained(str(tmp))
+    if (out / "final").exists():
+        shutil.rmtree(out / "final")
+    os.replace(tmp, out / "final")
+    summary = {
+        "steps": trainer.state.global_step, "rows": len(rows), "measured_rows": len(probe),
+        "reward_weights": dict(zip(spec.components, spec.trl_weights)), "aggregate": spec.aggregate,
+        "before": before, "after": after, "wall_s": round(time.time() - started, 1),
+        "plots": _plot_curves(history, spec.components, out),
+    }
+    _write_json(out / "grpo_summary.json", summary)
+    return summary
+
+
+# ---------------------------------------------------------------- step and CLI
+
+
+def job_from_context(ctx) -> GRPOJob:
+    """Assemble the job from the plan dir and the earlier steps' outputs."""
+    from runtime.agent import TurnWording
+
+    recipe = ctx.plan.recipe
+    stage = next((s for s in recipe.stages if s.kind == "grpo"), None)
+    if stage is None:
+        raise GRPOSetupError("the recipe has no grpo stage; add `stage grpo { from sft ... }`")
+    sft_final = ctx.input_dir("sft") / "final"
+    dataset = ctx.input_dir("dataset")
+    instances = next((p for p in (dataset / "train_instances.json", dataset / "instances.json") if p.is_file()),
+                     dataset / "train_instances.json")
+    trl_path = ctx.plan_dir / "stages" / stage.name / "trl_config.json"
+    wording = TurnWording.from_file(ctx.artifact("prompts/turn.md"))
+    from runtime.rewards import RewardSpec
+    spec = RewardSpec.from_ir(recipe.reward)
+    return GRPOJob(
+        model_dir=str(sft_final), instances=str(instances),
+        warehouse=str(ctx.input_dir("world") / "warehouse.duckdb"), out_dir=str(ctx.out_dir),
+        system_prompt=ctx.artifact("prompts/system_stripped.md").read_text(),
+        reward={"weights": spec.weights, "aggregate": spec.aggregate, "penalties": spec.penalties,
+                "step_rewards": spec.step_rewards},
+        stage=stage.model_dump(mode="json"), trl=json.loads(trl_path.read_text()) if trl_path.is_file() else {},
+        wording={"user": wording.user, "tool": wording.tool}, fmt=recipe.format.model_dump(mode="json", exclude={"span"}),
+        schema=recipe.schema_.model_dump(mode="json"), seed=ctx.seed,
+    )
+
+
+def run_grpo(ctx):
+    """The ``grpo`` step: GRPO from the SFT checkpoint into ``RUN_DIR/grpo``."""
+    from runtime.step_context import StepError, StepResult
+
+    try:
+        job = job_from_context(ctx)
+        _write_json(Path(ctx.out_dir) / "config.json", job.__dict__)
+        summary = train_grpo(job)
+    except GRPOSetupError as exc:
+        raise StepError(str(exc)) from None
+    metrics = {"steps": summary["steps"], "wall_s": summary["wall_s"],
+               **{f"before_{k}": v for k, v in summary["before"].items() if k in ("total", "exec_success")},
+               **{f"after_{k}": v for k, v in summary["after"].items() if k in ("total", "exec_success")}}
+    return StepResult(metrics=metrics, outputs=("final", "metrics.jsonl", "grpo_summary.json", *summary["plots"]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m runtime.train.grpo --config CONFIG.json`` (also under ``accelerate launch``)."""
+    parser = argparse.ArgumentParser(prog="python -m runtime.train.grpo", description=__doc__.split("\n")[0])
+    parser.add_argument("--config", required=True, help="GRPO job JSON (see GRPOJob)")
+    args = parser.parse_args(argv)
+    try:
+        summary = train_grpo(GRPOJob.from_json(args.config))
+    except GRPOSetupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps({k: summary[k] for k in ("steps", "before", "after")}, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
