@@ -1,0 +1,272 @@
+"""``craftc``: compile, check, diff, format and explain recipes, and run plans.
+
+Exit codes: 0 success (``diff``: the plans are the same), 1 an error in the input or
+the run, 2 ``diff`` found differences. Diagnostics go to stderr; results to stdout.
+Nothing heavy is imported at start-up: ``run`` imports the runtime (and torch) only
+when it runs, so ``craftc --help``, ``compile`` and ``check`` stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from craftc.version import __version__
+
+__all__ = ["main", "build_parser"]
+
+STEPS = ("world", "distill", "gate", "dataset", "sft", "grpo", "eval", "report")
+
+
+class UserError(Exception):
+    """Bad input: printed as one `error:` line with its fix, exit 1."""
+
+
+def _err(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def _recipes_under(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        raise UserError(f"no recipe given and `{folder}` does not exist; "
+                        "run `craftc compile RECIPE` or create recipes/NAME.craft")
+    recipes = sorted(folder.glob("*.craft"))
+    if not recipes:
+        raise UserError(f"no recipe given and no .craft file in `{folder}`; run `craftc compile RECIPE`")
+    return recipes
+
+
+def _color(stream) -> bool:
+    return stream.isatty() and "NO_COLOR" not in os.environ
+
+
+def _show_diagnostics(load) -> None:
+    if load.diagnostics:
+        sys.stderr.write(load.render(color=_color(sys.stderr)))
+
+
+# ------------------------------------------------------------------ compile / check
+
+
+def cmd_compile(args) -> int:
+    from craftc.emit.compile import compile_recipe
+    from craftc.emit.plan import write_plan_files
+
+    recipes = [Path(r) for r in args.recipes] or _recipes_under(Path("recipes"))
+    failed = 0
+    for recipe in recipes:
+        compiled = compile_recipe(recipe, args.profile)
+        _show_diagnostics(compiled.load)
+        if not compiled.ok:
+            _err(f"error: `{recipe}` was not compiled (see above)")
+            failed += 1
+            continue
+        if args.output and len(recipes) == 1:
+            out = Path(args.output)
+        else:
+            out = Path(args.output or "build") / compiled.recipe.name
+        write_plan_files(compiled.files, out)
+        print(f"compiled {recipe} -> {out} (profile {compiled.recipe.profile}, {len(compiled.files)} files)")
+    return 1 if failed else 0
+
+
+def cmd_check(args) -> int:
+    import json
+
+    from craftc.frontend import load_recipe
+
+    results = [(recipe, load_recipe(recipe)) for recipe in args.recipes]
+    if args.format == "json":
+        payload = [{"file": r, "ok": load.ok, "diagnostics": json.loads(load.to_json())} for r, load in results]
+        print(json.dumps(payload, indent=2, sort_keys=True))
+    else:
+        for recipe, load in results:
+            _show_diagnostics(load)
+            if load.ok:
+                print(f"{recipe}: ok")
+    return 0 if all(load.ok for _, load in results) else 1
+
+
+# ------------------------------------------------------------------ diff
+
+
+def _print_diff_text(text: str) -> None:
+    if not _color(sys.stdout):
+        sys.stdout.write(text)
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    styles = {"+": "green", "-": "red", "~": "yellow", "!": "yellow", "@": "cyan"}
+    console = Console(highlight=False, soft_wrap=True)
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        console.print(Text(line, style=styles.get(stripped[:1], "")))
+
+
+def cmd_diff(args) -> int:
+    from craftc.diff import (
+        CompileFailed, DiffInputError, diff_sides, load_rev_side, load_side, render_json, render_markdown,
+        render_text,
+    )
+
+    try:
+        if args.rev:
+            if len(args.sides) != 1:
+                raise UserError("`craftc diff RECIPE --rev REV` takes exactly one recipe")
+            before = load_rev_side(args.sides[0], args.rev, args.profile)
+            after = load_side(args.sides[0], args.profile)
+        else:
+            if len(args.sides) != 2:
+                raise UserError("`craftc diff` takes two plan dirs or recipes (A B), or one recipe with --rev REV")
+            before, after = (load_side(side, args.profile) for side in args.sides)
+    except CompileFailed as failed:
+        _show_diagnostics(failed.load)
+        _err(f"error: {failed}")
+        return 1
+    except DiffInputError as exc:
+        raise UserError(str(exc)) from None
+    diff = diff_sides(before, after)
+    if args.format == "json":
+        sys.stdout.write(render_json(diff))
+    elif args.format == "markdown":
+        sys.stdout.write(render_markdown(diff))
+    else:
+        _print_diff_text(render_text(diff))
+    return 0 if diff.same else 2
+
+
+# ------------------------------------------------------------------ fmt / explain / run
+
+
+def cmd_fmt(args) -> int:
+    from craftc.fmt import format_source
+
+    unformatted = 0
+    for name in args.files:
+        path = Path(name)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"cannot read `{path}` ({exc}); check the path") from None
+        formatted = format_source(text)
+        if formatted == text:
+            continue
+        unformatted += 1
+        if args.check:
+            print(f"would reformat {path}")
+        else:
+            tmp = path.with_name(f".{path.name}.craftc-fmt")
+            tmp.write_text(formatted, encoding="utf-8")
+            os.replace(tmp, path)
+            print(f"reformatted {path}")
+    if args.check and unformatted:
+        _err(f"{unformatted} file(s) would be reformatted; run `craftc fmt FILE...`")
+        return 1
+    return 0
+
+
+def cmd_explain(args) -> int:
+    from craftc.codes import CODES, explain
+
+    known = args.code.strip().upper() in CODES
+    (sys.stdout if known else sys.stderr).write(explain(args.code))
+    return 0 if known else 1
+
+
+def _default_plan_dir() -> Path:
+    plans = sorted(p.parent for p in Path("build").glob("*/plan.json"))
+    if len(plans) != 1:
+        found = ", ".join(str(p) for p in plans) or "none"
+        raise UserError(f"give the plan dir to run: `craftc run PLAN_DIR` (plans found under build/: {found})")
+    return plans[0]
+
+
+def cmd_run(args) -> int:
+    plan_dir = Path(args.plan_dir) if args.plan_dir else _default_plan_dir()
+    from runtime.runner import run_plan   # imported here: it brings torch
+
+    return run_plan(plan_dir, args.run_dir, only=args.only, from_step=args.from_step, until=args.until)
+
+
+# ------------------------------------------------------------------ parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse tree of every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="craftc", description="Compile declarative CRAFT post-training recipes into runnable plans.")
+    parser.add_argument("--version", action="version", version=f"craftc {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("compile", help="check recipes and write their plan dirs")
+    p.add_argument("recipes", nargs="*", metavar="RECIPE", help="default: every recipes/*.craft")
+    p.add_argument("-o", "--output", metavar="DIR",
+                   help="plan dir (one recipe) or parent dir (several); default build/<recipe name>")
+    p.add_argument("--profile", metavar="NAME", help="apply a profile the recipe declares")
+    p.set_defaults(func=cmd_compile)
+
+    p = sub.add_parser("check", help="validate recipes without writing anything")
+    p.add_argument("recipes", nargs="+", metavar="RECIPE")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("diff", help="compare two plans (exit 0 same, 2 different, 1 error)")
+    p.add_argument("sides", nargs="+", metavar="A B", help="two plan dirs or recipes, or one recipe with --rev")
+    p.add_argument("--rev", metavar="REV", help="compare RECIPE at git revision REV with the working tree")
+    p.add_argument("--profile", metavar="NAME", help="profile to compile recipe sides with")
+    p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    p.set_defaults(func=cmd_diff)
+
+    p = sub.add_parser("fmt", help="format .craft files canonically")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--check", action="store_true", help="only report files that would change (exit 1)")
+    p.set_defaults(func=cmd_fmt)
+
+    p = sub.add_parser("explain", help="document a diagnostic code")
+    p.add_argument("code", metavar="CODE")
+    p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("run", help="execute a plan dir step by step")
+    p.add_argument("plan_dir", nargs="?", metavar="PLAN_DIR", help="default: the one plan under build/")
+    p.add_argument("--run-dir", metavar="DIR", help="default: runs/<recipe name>")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--only", choices=STEPS, metavar="STEP", help=f"one of {', '.join(STEPS)}")
+    group.add_argument("--from", dest="from_step", choices=STEPS, metavar="STEP")
+    p.add_argument("--until", choices=STEPS, metavar="STEP")
+    p.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``craftc`` command; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 1
+    try:
+        return args.func(args)
+    except UserError as exc:
+        _err(f"error: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return 130
+    except Exception as exc:  # the last guard: a user never sees a traceback for our bug
+        from craftc.emit.errors import EmitError
+
+        if isinstance(exc, EmitError):
+            _err(f"error: {exc}")
+            return 1
+        if os.environ.get("CRAFT_DEBUG") == "1":
+            raise
+        _err(f"internal error: {type(exc).__name__}: {exc}")
+        _err("hint: this is a bug in craftc; rerun with CRAFT_DEBUG=1 for the traceback and report it")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
