@@ -103,7 +103,7 @@ def _execute(sandbox, jobs: list[tuple[str, dict]]) -> list:
 
 def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, fmt=None,
                  max_turns: int = 3, wording: TurnWording | None = None, arm: str = "",
-                 on_generation=None) -> list[Episode]:
+                 on_generation=None, prefixes: list[list[dict]] | None = None) -> list[Episode]:
     """Run every task's conversation to the end, one batched model call per step.
 
     Args:
@@ -117,6 +117,9 @@ def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, 
         arm: Label stored on each episode.
         on_generation: Optional ``callback(task_index, turn_no, Generation)`` (GRPO uses it
             to collect token ids and log-probs).
+        prefixes: Optional per-task conversation so far, ending with the first turn's user
+            message already rendered (GRPO rollouts of a follow-up turn); replaces
+            ``system_prompt`` and the first user message.
 
     Returns:
         One ``Episode`` per task, in order.
@@ -126,10 +129,14 @@ def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, 
     wording = wording or TurnWording()
     fmt = _block_format(fmt)
     runs = []
-    for task in tasks:
+    for n, task in enumerate(tasks):
         run = _Run(task, Episode(task.id, task.workflow, task.split, arm),
                    [{"role": "system", "content": system_prompt}])
-        _start_turn(run, wording)
+        if prefixes is not None:
+            run.messages = [dict(m) for m in prefixes[n]]
+            run.episode.turns.append(UserTurn(index=0, ask=task.turns[0].ask))
+        else:
+            _start_turn(run, wording)
         runs.append(run)
     while True:
         active = [i for i, run in enumerate(runs) if not run.done]

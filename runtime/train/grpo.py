@@ -221,6 +221,7 @@ def make_reward_funcs(spec, references: dict, terms=None) -> list:
             if component == spec.components[0] and "log_metric" in kwargs:
                 ok = [float(t.final_ok) for t in agent_turn]
                 kwargs["log_metric"]("exec_success", sum(ok) / max(1, len(ok)))
+                kwargs["log_metric"]("model_calls", sum(len(t.calls) for t in agent_turn) / max(1, len(ok)))
             if component == spec.components[-1]:
                 cache.clear()
             return values
