@@ -1,0 +1,108 @@
+"""Checks of the distillation and eval blocks: gates, judges, reward, eval."""
+
+from __future__ import annotations
+
+from craftc.check.names import report_duplicates, unknown_name
+from craftc.diagnostics import DiagnosticSink, did_you_mean
+from craftc.ir import Recipe
+from craftc.lower import BUILTIN_JUDGES, GATE_ORDER, setting_span
+from craftc.syntax import Block, RecipeDecl
+
+__all__ = ["check_config"]
+
+
+def _blocks(decl: RecipeDecl, kind: str) -> list[Block]:
+    return [b for b in decl.blocks if b.kind == kind]
+
+
+def check_config(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None:
+    """Gates, judges, reward and eval problems, reported to ``sink``."""
+    for kind in ("teacher", "reward", "eval", "format"):
+        blocks = _blocks(decl, kind)
+        for extra in blocks[1:]:
+            sink.error("E101", f"duplicate `{kind}` block", extra.name_span or extra.span,
+                       f"keep one `{kind}` block; use a profile to override it")
+    report_duplicates(((b.name, b.name_span) for b in _blocks(decl, "tool")), "tool", sink)
+    judges = report_duplicates(((b.name, b.name_span) for b in _blocks(decl, "judge")),
+                               "judge", sink)
+    _check_gates(decl, recipe, judges, sink)
+    _check_reward(decl, recipe, sink)
+    _check_eval(decl, recipe, sink)
+
+
+def _check_gates(decl: RecipeDecl, recipe: Recipe, judges: dict, sink: DiagnosticSink) -> None:
+    gates = _blocks(decl, "gate")
+    report_duplicates(((b.name, b.name_span) for b in gates if b.name in GATE_ORDER), "gate", sink)
+    known = [b for b in gates if b.name in GATE_ORDER]
+    for b in gates:
+        if b.name not in GATE_ORDER:
+            guess = did_you_mean(b.name, GATE_ORDER)
+            sink.error("E401", f"unknown gate `{b.name}`", b.name_span,
+                       f"did you mean `{guess}`?" if guess else
+                       f"the gates are {', '.join(GATE_ORDER)}")
+    for prev, cur in zip(known, known[1:]):
+        if GATE_ORDER.index(cur.name) < GATE_ORDER.index(prev.name):
+            sink.error("E402", f"gate `{cur.name}` is declared after gate `{prev.name}`",
+                       cur.name_span, "declare the gates in order: execution, output, judge")
+    all_judges = {**{j: None for j in BUILTIN_JUDGES}, **judges}
+    judge_block = next((b for b in known if b.name == "judge"), None)
+    listed = next((s for s in judge_block.settings if s.key == "judges"), None) if judge_block \
+        else None
+    if listed is not None:
+        for v in listed.values:
+            if v.kind == "name" and v.text not in all_judges:
+                unknown_name("E106", "judge", v.text, v.span, all_judges, sink,
+                             fallback=f"declare `judge {v.text} {{ kind llm ... }}`")
+    if recipe.gates.judge.vote == "weighted":
+        weighted = {b.name for b in _blocks(decl, "judge")
+                    if any(s.key == "weight" for s in b.settings)}
+        if not weighted & set(recipe.gates.judge.judges):
+            sink.error("E406", "`vote weighted` but no judge of the ensemble has a weight",
+                       setting_span(judge_block, "vote"),
+                       f"give judges weights, e.g. `judge {recipe.gates.judge.judges[0] if recipe.gates.judge.judges else 'plan_code'} {{ weight 2 }}`, "
+                       "or use `vote majority`")
+
+
+_COMPONENTS = ("outcome", "process", "consistency", "judge")
+
+
+def _check_reward(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None:
+    block = next(iter(_blocks(decl, "reward")[-1:]), None)
+    if block is None:
+        return
+    for s in block.settings:
+        if s.key == "aggregate" and s.values and s.values[0].text not in ("sum", "normalized"):
+            guess = did_you_mean(s.values[0].text, ("sum", "normalized"))
+            sink.error("E405", f"unknown aggregation mode `{s.values[0].text}`", s.values[0].span,
+                       f"did you mean `{guess}`?" if guess else "use `sum` or `normalized`")
+        if s.key in _COMPONENTS and s.values and s.values[0].kind == "number" \
+                and s.values[0].python < 0:
+            sink.error("E403", f"reward weight `{s.key}` is negative ({s.values[0].text})",
+                       s.values[0].span, "weights are >= 0; use 0 to switch a component off")
+        if s.key == "penalties" and s.block is not None:
+            for p in s.block.settings:
+                if p.values and p.values[0].kind == "number" and p.values[0].python < 0:
+                    sink.error("E403", f"penalty `{p.key}` is negative ({p.values[0].text})",
+                               p.values[0].span,
+                               "penalties are subtracted already; give a positive weight")
+    r = recipe.reward
+    if all(getattr(r, c) == 0 for c in _COMPONENTS):
+        sink.error("E404", "all reward weights are zero", block.span,
+                   "give at least one component a positive weight, e.g. `outcome 1`")
+
+
+def _check_eval(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None:
+    block = next(iter(_blocks(decl, "eval")[-1:]), None)
+    if block is None:
+        return
+    for s in block.settings:
+        if s.key == "holdout" and s.values and s.values[0].kind in ("number", "percent"):
+            value = s.values[0].python
+            if not 0 < value < 1:
+                sink.error("E508", f"holdout {s.values[0].text} is not between 0 and 1",
+                           s.values[0].span, "hold out a share strictly between 0 and 1, e.g. `20%`")
+        if s.key == "holdout_workflows":
+            workflows = {w.name: w.span for w in recipe.workflows}
+            for v in s.values:
+                if v.kind == "name" and v.text not in workflows:
+                    unknown_name("E105", "workflow", v.text, v.span, workflows, sink)

@@ -1,0 +1,136 @@
+"""Schema checks: names, keys, field types, refs, cycles, ambiguous links, metrics."""
+
+from __future__ import annotations
+
+from craftc.check.names import report_duplicates, unknown_name, where
+from craftc.diagnostics import DiagnosticSink, did_you_mean
+from craftc.lower import SCALAR_TYPES, expr_columns
+from craftc.syntax import EntityDecl, Expr, SchemaDecl
+
+__all__ = ["check_schema", "METRIC_FUNCTIONS", "entity_columns"]
+
+METRIC_FUNCTIONS = ("sum", "avg", "count", "count_distinct", "min", "max")
+
+
+def entity_columns(e: EntityDecl) -> dict[str, object]:
+    """Logical column names of an entity's view: key, fields, and refs as `<ref>_id`."""
+    cols: dict[str, object] = {e.keys[0].name: e.keys[0].name_span} if e.keys else {}
+    for f in e.fields:
+        cols.setdefault(f.name, f.name_span)
+    for r in e.refs:
+        cols.setdefault(r.name, r.name_span)
+        cols.setdefault(f"{r.name}_id", r.name_span)
+    return cols
+
+
+def check_schema(decl: SchemaDecl, sink: DiagnosticSink) -> None:
+    """Every schema-level problem, reported to ``sink``."""
+    entities = report_duplicates(((e.name, e.name_span) for e in decl.entities), "entity", sink)
+    by_name = {e.name: e for e in reversed(decl.entities)}
+    for e in decl.entities:
+        _check_entity(e, entities, sink)
+    _check_cycles(decl, by_name, sink)
+    report_duplicates(((m.name, m.name_span) for m in decl.metrics), "metric", sink)
+    columns = {name: entity_columns(e) for name, e in by_name.items()}
+    for m in decl.metrics:
+        _check_expr(m.expr, entities, columns, sink)
+
+
+def _check_entity(e: EntityDecl, entities: dict, sink: DiagnosticSink) -> None:
+    if not e.keys:
+        sink.error("E110", f"entity `{e.name}` has no key", e.name_span,
+                   f'add `key id -> column "{e.name.lower()}_id"`')
+    for extra in e.keys[1:]:
+        sink.error("E110", f"entity `{e.name}` declares more than one key", extra.name_span,
+                   "keep one `key` line; other identifiers can be fields")
+    for _, span in e.tables[1:]:
+        sink.error("E113", f"entity `{e.name}` declares `table` more than once", span,
+                   "keep one `table` line")
+    members = [(k.name, k.name_span) for k in e.keys] + [(r.name, r.name_span) for r in e.refs]
+    members += [(f.name, f.name_span) for f in e.fields]
+    report_duplicates(members, f"member of `{e.name}`", sink)
+    for f in e.fields:
+        _check_type(f, sink)
+    targets: dict[str, list] = {}
+    for r in e.refs:
+        if r.target not in entities:
+            unknown_name("E102", "entity", r.target, r.target_span, entities, sink)
+        targets.setdefault(r.target, []).append(r)
+    for target, refs in targets.items():
+        undocumented = [r for r in refs if not r.doc]
+        if len(refs) > 1 and undocumented:
+            names = ", ".join(f"`{r.name}`" for r in refs)
+            sink.warning("W111", f"ambiguous links from `{e.name}` to `{target}`: {names}",
+                         undocumented[0].name_span,
+                         f'give each ref a doc string: `ref {undocumented[0].name} -> {target} '
+                         '"what this link means"`')
+
+
+def _check_type(f, sink: DiagnosticSink) -> None:
+    if f.type_name not in SCALAR_TYPES:
+        guess = did_you_mean(f.type_name, SCALAR_TYPES)
+        sink.error("E205", f"unknown field type `{f.type_name}`", f.type_span,
+                   f"did you mean `{guess}`?" if guess else f"one of {', '.join(SCALAR_TYPES)}")
+    elif f.type_name == "enum":
+        if not f.type_args:
+            sink.error("E211", f"enum field `{f.name}` lists no values", f.type_span,
+                       f"write `field {f.name} enum(a, b)`")
+        seen: set[str] = set()
+        for v in f.type_args:
+            if v in seen:
+                sink.error("E211", f"enum value `{v}` repeated in field `{f.name}`", f.type_span,
+                           "list each value once")
+            seen.add(v)
+    elif f.type_args:
+        sink.error("E211", f"type `{f.type_name}` takes no `(...)`", f.type_span,
+                   f"write `field {f.name} {f.type_name}` (only enum lists values)")
+
+
+def _check_cycles(decl: SchemaDecl, by_name: dict[str, EntityDecl], sink: DiagnosticSink) -> None:
+    """Cycles of non-nullable refs: iterative DFS, linear in entities + refs."""
+    state: dict[str, int] = {}          # 1 = on the stack, 2 = done
+    for start in by_name:
+        if state.get(start):
+            continue
+        stack = [(start, iter(_hard_refs(by_name[start], by_name)))]
+        path = [start]
+        state[start] = 1
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[node] = 2
+                stack.pop()
+                path.pop()
+                continue
+            ref, target = nxt
+            if state.get(target) == 1:
+                cycle = path[path.index(target):] + [target]
+                sink.error("E109", "cyclic references: " + " -> ".join(f"`{c}`" for c in cycle),
+                           ref.name_span,
+                           f"mark `ref {ref.name}` nullable, or drop one ref of the cycle",
+                           (f"`{target}` is defined at {where(by_name[target].name_span)}",))
+            elif not state.get(target):
+                state[target] = 1
+                path.append(target)
+                stack.append((target, iter(_hard_refs(by_name[target], by_name))))
+
+
+def _hard_refs(e: EntityDecl, by_name: dict[str, EntityDecl]):
+    return [(r, r.target) for r in e.refs if not r.nullable and r.target in by_name]
+
+
+def _check_expr(expr: Expr, entities: dict, columns: dict, sink: DiagnosticSink) -> None:
+    if expr.op == "call" and expr.text not in METRIC_FUNCTIONS:
+        guess = did_you_mean(expr.text, METRIC_FUNCTIONS)
+        sink.error("E210", f"unknown metric function `{expr.text}`", expr.span,
+                   f"did you mean `{guess}`?" if guess else f"one of {', '.join(METRIC_FUNCTIONS)}")
+    if expr.op == "column":
+        if expr.entity not in entities:
+            unknown_name("E102", "entity", expr.entity, expr.span, entities, sink)
+        elif expr.field not in columns[expr.entity]:
+            unknown_name("E103", "field", expr.field, expr.span, columns[expr.entity], sink,
+                         owner=expr.entity)
+        return
+    for arg in expr.args:
+        _check_expr(arg, entities, columns, sink)

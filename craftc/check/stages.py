@@ -1,0 +1,143 @@
+"""Stage and model checks: the stage graph, batch arithmetic, masking, context budget."""
+
+from __future__ import annotations
+
+from craftc.check.budget import stuffed_prompt_estimate
+from craftc.check.names import report_duplicates, unknown_name
+from craftc.diagnostics import DiagnosticSink
+from craftc.ir import ModelSpec, Recipe, Stage
+from craftc.lower import head_span, setting_span
+from craftc.syntax import Block, RecipeDecl
+
+__all__ = ["check_stages"]
+
+
+def check_stages(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None:
+    """Every stage- and model-level problem, reported to ``sink``."""
+    blocks = {b.name: b for b in decl.blocks if b.kind == "stage"}
+    report_duplicates(((b.name, b.name_span) for b in decl.blocks if b.kind == "stage"),
+                      "stage", sink)
+    report_duplicates(((b.name, b.name_span) for b in decl.blocks if b.kind == "model"),
+                      "model", sink)
+    stages = {s.name: s for s in recipe.stages}
+    models = {m.name: m for m in recipe.models}
+    for b in decl.blocks:
+        if b.kind == "model" and b.name in models:
+            _check_model_shape(models[b.name], b, sink)
+    for s in recipe.stages:
+        block = blocks.get(s.name)
+        _check_from(s, block, stages, sink)
+        _check_batch(s, block, sink)
+        _check_mask(s, block, sink)
+    _check_cycles(recipe.stages, blocks, sink)
+    _check_budget(decl, recipe, blocks, models, sink)
+
+
+def _check_from(s: Stage, block: Block | None, stages: dict[str, Stage], sink) -> None:
+    if s.after is not None and s.after not in stages:
+        known = {n: st.span for n, st in stages.items() if n != s.name}
+        unknown_name("E501", "stage", s.after, setting_span(block, "from"), known, sink)
+    if s.kind == "grpo" and not _reaches_sft(s, stages):
+        sink.warning("W503", f"grpo stage `{s.name}` does not start from an sft stage",
+                     block.name_span if block else s.span,
+                     f"add `from sft` to `stage {s.name}` so RL starts from a model that "
+                     "learnt the schema")
+
+
+def _reaches_sft(s: Stage, stages: dict[str, Stage]) -> bool:
+    seen: set[str] = set()
+    cur = stages.get(s.after) if s.after else None
+    while cur is not None and cur.name not in seen:
+        if cur.kind == "sft":
+            return True
+        seen.add(cur.name)
+        cur = stages.get(cur.after) if cur.after else None
+    return False
+
+
+def _check_cycles(stages, blocks: dict[str, Block], sink) -> None:
+    by_name = {s.name: s for s in stages}
+    reported: set[str] = set()
+    for start in by_name:
+        path, cur = [], by_name.get(start)
+        while cur is not None and cur.name not in path:
+            path.append(cur.name)
+            cur = by_name.get(cur.after) if cur.after else None
+        if cur is not None and cur.name == start and start not in reported:
+            reported.update(path)
+            cycle = " -> ".join(f"`{n}`" for n in [*path, start])
+            sink.error("E502", f"cycle in the stage graph: {cycle}",
+                       setting_span(blocks.get(start), "from"),
+                       "remove one `from` so that the stages form a sequence")
+
+
+def _check_batch(s: Stage, block: Block | None, sink) -> None:
+    devices = s.per_device_batch * max(s.gpus, 1) * s.nodes
+    if s.batch % devices:
+        sink.error("E504", f"stage `{s.name}`: batch {s.batch} is not a multiple of "
+                   f"per_device_batch {s.per_device_batch} x {max(s.gpus, 1)} GPU(s) x "
+                   f"{s.nodes} node(s) = {devices}",
+                   setting_span(block, "batch") or (block.name_span if block else None),
+                   f"use a batch of {devices * max(1, round(s.batch / devices))}, or change "
+                   "per_device_batch")
+    if s.kind == "grpo" and s.batch % s.group:
+        sink.error("E505", f"stage `{s.name}`: generation batch {s.batch} is not a multiple "
+                   f"of group {s.group}",
+                   setting_span(block, "group") or (block.name_span if block else None),
+                   f"use a batch of {s.group * max(1, round(s.batch / s.group))}, or a group "
+                   f"that divides {s.batch}")
+
+
+def _check_mask(s: Stage, block: Block | None, sink) -> None:
+    if "tool_outputs" not in s.mask:
+        sink.error("E507", f"stage `{s.name}` would train on tool outputs",
+                   setting_span(block, "mask"),
+                   f"add tool_outputs: `mask {', '.join(('tool_outputs', *s.mask))}`")
+
+
+def _check_model_shape(m: ModelSpec, block: Block, sink) -> None:
+    if m.source != "tiny_moe":
+        return
+    problems = []
+    if m.heads % m.kv_heads:
+        problems.append(("kv_heads", f"heads {m.heads} is not a multiple of kv_heads {m.kv_heads}"))
+    if m.hidden % m.heads:
+        problems.append(("hidden", f"hidden {m.hidden} is not a multiple of heads {m.heads}"))
+    if m.top_k > m.experts:
+        problems.append(("top_k", f"top_k {m.top_k} is more than experts {m.experts}"))
+    for key, text in problems:
+        sink.error("E510", f"model `{m.name}`: {text}", setting_span(block, key) or block.name_span,
+                   "choose sizes that divide: e.g. hidden 192, heads 4, kv_heads 2, "
+                   "experts 4, top_k 2")
+
+
+def _eval_span(decl: RecipeDecl):
+    block = next((b for b in reversed(decl.blocks) if b.kind == "eval"), None)
+    if block is None:
+        return None
+    return setting_span(block, "arms") or setting_span(block, "baseline") or head_span(block)
+
+
+def _check_budget(decl: RecipeDecl, recipe: Recipe, blocks: dict[str, Block], models: dict[str, ModelSpec],
+                  sink) -> None:
+    needs_stuffed = [s for s in recipe.stages if s.input == "stuffed"]
+    if not needs_stuffed and "stuffed" not in recipe.eval.arms:
+        return
+    estimate = stuffed_prompt_estimate(recipe.schema_)
+    for s in needs_stuffed:
+        model = models.get(s.base)
+        if model is not None and estimate > model.context:
+            block = blocks.get(s.name)
+            sink.error("E506", f"stage `{s.name}`: the stuffed prompt (about {estimate} tokens) "
+                       f"exceeds the context of model `{model.name}` ({model.context} tokens)",
+                       setting_span(block, "input"),
+                       f"use `input stripped`, or give model `{model.name}` a `context` of at "
+                       f"least {estimate}")
+    first = recipe.stages[0] if recipe.stages else None
+    model = models.get(first.base) if first else None
+    if "stuffed" in recipe.eval.arms and model is not None and estimate > model.context:
+        sink.warning("W511", f"the stuffed baseline (about {estimate} tokens) exceeds the "
+                     f"context of model `{model.name}` ({model.context} tokens)",
+                     _eval_span(decl),
+                     f"give model `{model.name}` a `context` of at least {estimate}, or "
+                     "drop the `stuffed` arm")

@@ -1,0 +1,476 @@
+"""Lowering: syntax tree -> IR, with every default resolved and spans attached.
+
+Lowering is lenient: a bad setting or unknown type is reported to the sink and left
+out (so the IR default applies), and lowering carries on so that every problem is
+reported in one run. Name and reference checks live in :mod:`craftc.check`; the
+frontend only hands out a Recipe when no error was reported.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from craftc.check.settings import merge_settings, resolve_settings
+from craftc.diagnostics import DiagnosticSink, did_you_mean
+from craftc.ir import (
+    BlockFormat, Entity, EntityField, EntityKey, EntityRef, EvalSpec, ExecutionGate,
+    Expectation, FieldType, Gates, Judge, JudgeGate, Metric, ModelSpec, OutputGate, Param,
+    Recipe, Reward, Schema, Span, Stage, Teacher, Tool, Turn, Workflow,
+)
+from craftc.syntax import (
+    Block, EntityDecl, ExpectDecl, Expr, MetricDecl, ParamDecl, ProfileDecl, RecipeDecl,
+    SchemaDecl, Setting, Value, WorkflowDecl,
+)
+
+__all__ = [
+    "snake_case", "lower_schema", "lower_recipe", "apply_profile", "LoweringContext",
+    "render_expr", "SCALAR_TYPES", "GATE_ORDER", "BUILTIN_JUDGES", "DEFAULT_TOOLS",
+]
+
+SCALAR_TYPES = ("int", "float", "money", "string", "bool", "date", "timestamp", "enum", "id")
+GATE_ORDER = ("execution", "output", "judge")
+BUILTIN_JUDGES = ("plan_code", "prompt_params", "no_ddl_leak")
+DEFAULT_TOOLS = ("run_code", "list_entities", "describe_entity")
+TINY_MOE = ModelSpec(name="tiny_moe", source="tiny_moe")
+
+
+def snake_case(name: str) -> str:
+    """The logical view name of an entity.
+
+    Example:
+        >>> snake_case("DailyStat"), snake_case("GeoIPRange"), snake_case("ad_group")
+        ('daily_stat', 'geo_ip_range', 'ad_group')
+    """
+    name = re.sub(r"(?<=[A-Z])([A-Z][a-z])", r"_\1", name)
+    name = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name)
+    return name.lower()
+
+
+# ---------------------------------------------------------------- schema
+
+
+def lower_schema(decl: SchemaDecl, source: str) -> Schema:
+    """Schema IR of a schema declaration; problems are the schema checker's to report."""
+    views = {e.name: snake_case(e.name) for e in decl.entities}
+    entities = tuple(_lower_entity(e) for e in decl.entities)
+    metrics = tuple(_lower_metric(m, views) for m in decl.metrics)
+    return Schema(name=decl.name, version=decl.version, doc="\n".join(decl.docs),
+                  source=source, entities=entities, metrics=metrics, span=decl.span)
+
+
+def _lower_entity(e: EntityDecl) -> Entity:
+    view = snake_case(e.name)
+    if e.keys:
+        k = e.keys[0]
+        key = EntityKey(name=k.name, column=k.binding.column if k.binding else k.name,
+                        span=k.span)
+    else:
+        key = EntityKey(name="id", column="id", span=e.span)
+    fields = tuple(
+        EntityField(
+            name=f.name,
+            type=FieldType(kind=f.type_name if f.type_name in SCALAR_TYPES else "string",
+                           values=f.type_args if f.type_name == "enum" else (),
+                           span=f.type_span),
+            doc=f.doc, column=f.binding.column if f.binding else f.name,
+            scale=f.binding.scale if f.binding else None, nullable=f.nullable,
+            deprecated=f.deprecated, span=f.span)
+        for f in e.fields)
+    refs = tuple(
+        EntityRef(name=r.name, target=r.target,
+                  column=r.binding.column if r.binding else f"{r.name}_id",
+                  doc=r.doc, nullable=r.nullable, span=r.span)
+        for r in e.refs)
+    table = e.tables[0][0] if e.tables else view
+    return Entity(name=e.name, doc="\n".join(e.docs), table=table, view=view, key=key,
+                  fields=fields, refs=refs, deprecated=e.deprecated, span=e.span)
+
+
+_PRECEDENCE = {"add": 1, "sub": 1, "mul": 2, "div": 2}
+_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+
+
+def render_expr(expr: Expr, column) -> str:
+    """Text of a metric expression; ``column(entity, field)`` spells column references."""
+    if expr.op == "number":
+        return expr.text
+    if expr.op == "column":
+        return column(expr.entity, expr.field)
+    if expr.op == "call":
+        inner = render_expr(expr.args[0], column)
+        if expr.text == "count_distinct" and column is not _logical_column:
+            return f"count(DISTINCT {inner})"
+        return f"{expr.text}({inner})"
+    if expr.op == "neg":
+        return f"-{_wrap(expr.args[0], 3, column)}"
+    level = _PRECEDENCE[expr.op]
+    left = _wrap(expr.args[0], level, column)
+    # Right operands of - and / keep parentheses at equal precedence: a - (b - c).
+    right = _wrap(expr.args[1], level + (expr.op in ("sub", "div")), column)
+    return f"{left} {_SYMBOL[expr.op]} {right}"
+
+
+def _wrap(expr: Expr, level: int, column) -> str:
+    text = render_expr(expr, column)
+    if _PRECEDENCE.get(expr.op, 9) < level:
+        return f"({text})"
+    return text
+
+
+def _logical_column(entity: str, field: str) -> str:
+    return f"{entity}.{field}"
+
+
+def expr_columns(expr: Expr) -> list[Expr]:
+    """Every column reference of an expression, in reading order."""
+    if expr.op == "column":
+        return [expr]
+    return [c for arg in expr.args for c in expr_columns(arg)]
+
+
+def _lower_metric(m: MetricDecl, views: dict[str, str]) -> Metric:
+    entities: list[str] = []
+    for col in expr_columns(m.expr):
+        if col.entity not in entities:
+            entities.append(col.entity)
+    sql = render_expr(m.expr, lambda e, f: f"{views.get(e, snake_case(e))}.{f}")
+    return Metric(name=m.name, doc=m.doc, expr=render_expr(m.expr, _logical_column), sql=sql,
+                  entities=tuple(entities), span=m.span)
+
+
+# ---------------------------------------------------------------- recipes
+
+
+@dataclass
+class LoweringContext:
+    """What lowering a recipe needs besides the syntax: where files are and the schema."""
+
+    recipe_dir: Path                      # directory of the file that declares the recipe
+    root: Path                            # compile root: spans are relative to it
+    schema: Schema
+    profile: str | None = None
+    solution_sources: dict[str, Path] = field(default_factory=dict)
+
+
+def apply_profile(decl: RecipeDecl, profile: ProfileDecl) -> RecipeDecl:
+    """The recipe with one profile's settings and blocks merged in, key by key."""
+    settings = merge_settings(decl.settings, profile.settings)
+    blocks = list(decl.blocks)
+    index = {_block_identity(b): i for i, b in enumerate(blocks)}
+    for b in profile.blocks:
+        i = index.get(_block_identity(b))
+        if i is None:
+            index[_block_identity(b)] = len(blocks)
+            blocks.append(b)
+        elif blocks[i].name != b.name:      # another teacher backend: a new block, not a merge
+            blocks[i] = b
+        else:
+            old = blocks[i]
+            blocks[i] = Block(old.kind, old.name, old.name_span,
+                              merge_settings(old.settings, b.settings), old.span)
+    return RecipeDecl(decl.name, decl.name_span, decl.uses_schema, settings, decl.workflows,
+                      tuple(blocks), decl.profiles, decl.span)
+
+
+SINGLETON_BLOCKS = ("teacher", "reward", "eval", "format")
+
+
+def _block_identity(b: Block) -> tuple[str, str | None]:
+    """Blocks a profile overrides are matched by kind (singletons) or kind and name."""
+    return (b.kind, None) if b.kind in SINGLETON_BLOCKS else (b.kind, b.name)
+
+
+def head_span(b: Block) -> Span:
+    """The span of a block's keyword (``eval``), for diagnostics about the whole block."""
+    return Span(file=b.span.file, line=b.span.line, col=b.span.col, end_line=b.span.line,
+                end_col=b.span.col + len(b.kind))
+
+
+def lower_recipe(decl: RecipeDecl, ctx: LoweringContext, sink: DiagnosticSink) -> Recipe:
+    """Recipe IR; every problem found on the way goes to ``sink``."""
+    top = resolve_settings("recipe", decl.settings, sink, f"recipe {decl.name}")
+    blocks = _blocks_by_kind(decl.blocks)
+    models = _lower_models(blocks.get("model", []), ctx, sink)
+    stages = tuple(_lower_stage(b, models, ctx, sink) for b in blocks.get("stage", []))
+    used_models = _models_in_use(models, stages)
+    return Recipe(
+        name=decl.name, profile=ctx.profile or "default",
+        profiles=tuple(p.name for p in decl.profiles), **top,
+        schema=ctx.schema,
+        workflows=tuple(_lower_workflow(w, ctx) for w in decl.workflows),
+        tools=_lower_tools(blocks.get("tool", []), sink),
+        format=_lower_format(blocks.get("format", []), sink),
+        teacher=_lower_teacher(blocks.get("teacher", []), sink),
+        judges=tuple(_lower_judge(b, sink) for b in blocks.get("judge", [])),
+        gates=_lower_gates(blocks.get("gate", []), sink),
+        reward=_lower_reward(blocks.get("reward", []), sink),
+        models=used_models, stages=tuple(s for s in stages if s is not None),
+        eval=_lower_eval(blocks.get("eval", []), sink),
+        span=decl.span,
+    )
+
+
+def _blocks_by_kind(blocks: tuple[Block, ...]) -> dict[str, list[Block]]:
+    out: dict[str, list[Block]] = {}
+    for b in blocks:
+        out.setdefault(b.kind, []).append(b)
+    return out
+
+
+def _label(b: Block) -> str:
+    return f"{b.kind} {b.name}" if b.name else b.kind
+
+
+# ------------------------------------------------------------ workflows
+
+
+def _lower_workflow(w: WorkflowDecl, ctx: LoweringContext) -> Workflow:
+    turns = []
+    # Extra `solution` lines of a single-turn workflow are reported by the checker (E306).
+    decl_turns = w.turns[:1] if w.kind == "workflow" else w.turns
+    for n, t in enumerate(decl_turns, start=1):
+        plan_path = f"solutions/{w.name}/{n}.py"
+        if t.solution is not None:
+            ctx.solution_sources[plan_path] = (ctx.recipe_dir / t.solution.python).resolve()
+        turns.append(Turn(asks=tuple(a.python for a in t.asks), solution=plan_path,
+                          expectations=tuple(e for e in map(lower_expectation, t.expects) if e),
+                          span=t.span))
+    return Workflow(
+        name=w.name, kind=w.kind, doc="\n".join(w.docs),
+        params=tuple(_lower_param(p) for p in w.params),
+        entities=tuple(dict.fromkeys(n for k, n, _ in w.uses if k == "entity")),
+        metrics=tuple(dict.fromkeys(n for k, n, _ in w.uses if k == "metric")),
+        turns=tuple(turns), span=w.span,
+    )
+
+
+def _lower_param(p: ParamDecl) -> Param:
+    if p.kind == "range":
+        low, high = p.low.python, p.high.python
+        return Param(name=p.name, kind="range", low=float(low), high=float(high),
+                     integer=isinstance(low, int) and isinstance(high, int), span=p.span)
+    if p.kind == "column":
+        return Param(name=p.name, kind="column", entity=p.entity, field=p.field, span=p.span)
+    return Param(name=p.name, kind="choice", values=tuple(v.python for v in p.choices),
+                 span=p.span)
+
+
+EXPECT_KINDS = ("same_rows", "same_rows_as", "columns", "min_rows", "max_rows", "nonempty")
+
+
+def lower_expectation(e: ExpectDecl) -> Expectation | None:
+    """IR of an ``expect`` line, or None when it is malformed (the checker says why)."""
+    args = list(e.args)
+    if e.kind in ("same_rows", "same_rows_as"):
+        opts: dict[str, Any] = {}
+        while args:
+            a = args.pop(0)
+            if isinstance(a, Value) and a.text == "ordered":
+                opts["ordered"] = True
+            elif isinstance(a, Value) and a.text == "tolerance" and args \
+                    and isinstance(args[0], Value) and args[0].kind == "number":
+                opts["tolerance"] = float(args.pop(0).python)
+            else:
+                return None
+        return Expectation(kind="same_rows_as_solution", span=e.span, **opts)
+    if e.kind == "columns" and len(args) == 1 and isinstance(args[0], tuple):
+        return Expectation(kind="columns", columns=args[0], span=e.span)
+    if e.kind in ("min_rows", "max_rows") and len(args) == 1 and isinstance(args[0], Value) \
+            and args[0].kind == "number" and isinstance(args[0].python, int) \
+            and args[0].python >= 0:
+        return Expectation(kind="row_count", span=e.span, **{e.kind: args[0].python})
+    if e.kind == "nonempty" and not args:
+        return Expectation(kind="nonempty", span=e.span)
+    return None
+
+
+# ------------------------------------------------------------ distillation blocks
+
+
+def _lower_tools(blocks: list[Block], sink: DiagnosticSink) -> tuple[Tool, ...]:
+    if not blocks:
+        return tuple(Tool(name=k, kind=k) for k in DEFAULT_TOOLS)
+    tools = []
+    for b in blocks:
+        values = resolve_settings("tool", b.settings, sink, _label(b))
+        kind = values.pop("kind", b.name if b.name in DEFAULT_TOOLS else None)
+        if kind is None:
+            sink.error("E204", f"tool `{b.name}` has no kind", b.name_span,
+                       f"add `kind run_code` (one of {', '.join(DEFAULT_TOOLS)})")
+            continue
+        tools.append(Tool(name=b.name, kind=kind, span=b.span, **values))
+    return tuple(tools)
+
+
+def _lower_format(blocks: list[Block], sink: DiagnosticSink) -> BlockFormat:
+    if not blocks:
+        return BlockFormat()
+    values = resolve_settings("format", blocks[-1].settings, sink, "format")
+    return BlockFormat(span=blocks[-1].span, **values)
+
+
+TEACHER_KINDS = ("synthetic", "openai", "hf", "vllm")
+
+
+def _lower_teacher(blocks: list[Block], sink: DiagnosticSink) -> Teacher:
+    if not blocks:
+        return Teacher(kind="synthetic")
+    b = blocks[-1]
+    values = resolve_settings("teacher", b.settings, sink, _label(b))
+    kind = b.name or "synthetic"
+    if kind not in TEACHER_KINDS:
+        guess = did_you_mean(kind, TEACHER_KINDS)
+        sink.error("E407", f"unknown teacher kind `{kind}`", b.name_span,
+                   f"did you mean `{guess}`?" if guess else f"one of {', '.join(TEACHER_KINDS)}")
+        kind = "synthetic"
+    return Teacher(kind=kind, span=b.span, **values)
+
+
+JUDGE_KINDS = ("plan_code", "prompt_params", "no_ddl_leak", "llm")
+
+
+def _lower_judge(b: Block, sink: DiagnosticSink) -> Judge:
+    values = resolve_settings("judge", b.settings, sink, _label(b))
+    kind = values.pop("kind", b.name if b.name in JUDGE_KINDS else None)
+    if kind is None:
+        sink.error("E407", f"judge `{b.name}` has no known kind", b.name_span,
+                   f"add `kind llm` (one of {', '.join(JUDGE_KINDS)})")
+        kind = "llm"
+    backend_block = values.pop("backend", None)
+    backend = None
+    if backend_block is not None:
+        opts = resolve_settings("backend", backend_block.settings, sink, f"{_label(b)} backend")
+        backend = Teacher(kind=opts.pop("kind", "synthetic"), span=backend_block.span, **opts)
+    if kind == "llm" and backend is None:
+        sink.error("E408", f"llm judge `{b.name}` has no backend", b.name_span,
+                   'add `backend { kind openai  model "..."  base_url env("JUDGE_URL") }`')
+    return Judge(name=b.name, kind=kind, backend=backend, span=b.span, **values)
+
+
+def _lower_gates(blocks: list[Block], sink: DiagnosticSink) -> Gates:
+    gates: dict[str, Any] = {}
+    for b in blocks:
+        if b.name not in GATE_ORDER:
+            continue   # reported by the gates checker (E401)
+        values = resolve_settings(f"gate.{b.name}", b.settings, sink, _label(b))
+        if b.name == "execution":
+            reject = values.pop("reject", None)
+            if isinstance(reject, dict):
+                values.update(reject)
+            gates["execution"] = ExecutionGate(span=b.span, **values)
+        elif b.name == "output":
+            gates["output"] = OutputGate(span=b.span, **values)
+        else:
+            gates["judge"] = JudgeGate(span=b.span, **values)
+    return Gates(**gates)
+
+
+def _lower_reward(blocks: list[Block], sink: DiagnosticSink) -> Reward:
+    if not blocks:
+        return Reward()
+    b = blocks[-1]
+    values = resolve_settings("reward", b.settings, sink, "reward")
+    penalties = values.pop("penalties", None)
+    if penalties is not None:
+        pairs = []
+        for s in penalties.settings:
+            if s.block is not None or len(s.values) != 1 or s.values[0].kind != "number":
+                sink.error("E202", f"penalty `{s.key}` takes one number", s.key_span,
+                           f"write `{s.key} 0.1`")
+                continue
+            pairs.append((s.key, float(s.values[0].python)))
+        values["penalties"] = tuple(pairs)
+    if values.get("aggregate") not in (None, "sum", "normalized"):
+        values.pop("aggregate")   # reported by the reward checker (E405)
+    return Reward(span=b.span, **values)
+
+
+# ------------------------------------------------------------ training
+
+
+def _lower_models(blocks: list[Block], ctx: LoweringContext,
+                  sink: DiagnosticSink) -> dict[str, ModelSpec]:
+    models: dict[str, ModelSpec] = {}
+    for b in blocks:
+        values = resolve_settings("model", b.settings, sink, _label(b))
+        if "source" not in values:
+            values["source"] = _path_source(values["path"], ctx) if "path" in values else "tiny_moe"
+        models.setdefault(b.name, ModelSpec(name=b.name, span=b.span, **values))
+    return models
+
+
+def _path_source(path: str, ctx: LoweringContext) -> str:
+    if path.startswith((".", "/")) or (ctx.recipe_dir / path).exists():
+        return "path"
+    return "hub"
+
+
+def _lower_stage(b: Block, models: dict[str, ModelSpec], ctx: LoweringContext,
+                 sink: DiagnosticSink) -> Stage | None:
+    values = resolve_settings("stage", b.settings, sink, _label(b))
+    kind = values.pop("kind", b.name if b.name in ("sft", "grpo") else None)
+    if kind is None:
+        sink.error("E509", f"stage `{b.name}` has no kind", b.name_span,
+                   "name the stage `sft` or `grpo`, or add `kind sft` / `kind grpo`")
+        return None
+    base = values.pop("base", None)
+    values["base"] = _stage_base(base, models, ctx, sink)
+    return Stage(name=b.name, kind=kind, span=b.span, **values)
+
+
+def _stage_base(base: Value | None, models: dict[str, ModelSpec], ctx: LoweringContext,
+                sink: DiagnosticSink) -> str:
+    if base is None:
+        return "tiny_moe"
+    if base.kind == "string":
+        name = base.python
+        models.setdefault(name, ModelSpec(name=name, source=_path_source(name, ctx), path=name,
+                                          span=base.span))
+        return name
+    if base.text not in models and base.text != "tiny_moe":
+        guess = did_you_mean(base.text, [*models, "tiny_moe"])
+        sink.error("E108", f"unknown model `{base.text}`", base.span,
+                   f"did you mean `{guess}`?" if guess else
+                   'declare `model NAME { ... }`, or use `tiny_moe` or "org/name"')
+    return base.text
+
+
+def _models_in_use(models: dict[str, ModelSpec], stages) -> tuple[ModelSpec, ...]:
+    names = list(models)
+    if any(s is not None and s.base == "tiny_moe" for s in stages) and "tiny_moe" not in models:
+        names.append("tiny_moe")
+    return tuple(models.get(n, TINY_MOE) for n in sorted(names))
+
+
+def _lower_eval(blocks: list[Block], sink: DiagnosticSink) -> EvalSpec:
+    if not blocks:
+        return EvalSpec()
+    b = blocks[-1]
+    values = resolve_settings("eval", b.settings, sink, "eval")
+    baseline = values.pop("baseline", None)
+    if baseline == "none":
+        arms = values.get("arms", EvalSpec().arms)
+        values["arms"] = tuple(a for a in arms if a != "stuffed")
+    elif baseline == "stuffed" and "stuffed" not in values.get("arms", ("stuffed",)):
+        values["arms"] = (*values["arms"], "stuffed")
+    holdout = values.get("holdout")
+    if holdout is not None and not 0 < holdout < 1:
+        values.pop("holdout")     # reported by the eval checker (E508)
+    return EvalSpec(span=b.span, **values)
+
+
+def setting_span(block: Block | None, key: str) -> Span | None:
+    """Where ``key`` is set in a block (for checks on resolved values)."""
+    if block is None:
+        return None
+    for s in block.settings:
+        if s.key == key:
+            return s.values[0].span if s.values else s.key_span
+    return None
+
+
+def find_setting(settings: tuple[Setting, ...], key: str) -> Setting | None:
+    return next((s for s in settings if s.key == key), None)

@@ -1,0 +1,220 @@
+"""Parsing: .craft text -> lark parse tree -> syntax tree, or syntax diagnostics.
+
+The LALR parser is built once per process from ``grammar.lark``. Syntax errors are
+turned into diagnostics (E003-E006) that say what was expected in words ("expected a
+value after `epochs`", "missing `}` to close `stage sft`") instead of lark's token
+sets. Nothing here raises for bad input.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from lark import Lark, Token, Tree
+from lark.exceptions import (
+    UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError,
+)
+
+from craftc.diagnostics import Diagnostic, span_at
+from craftc.syntax import SourceFile, ToSyntax
+
+__all__ = ["ParseResult", "get_parser", "parse_tree", "parse_source"]
+
+
+@lru_cache(maxsize=1)
+def get_parser() -> Lark:
+    """The shared LALR parser (grammar loaded once; about 40 ms)."""
+    return Lark.open("grammar.lark", rel_to=__file__, parser="lalr",
+                     propagate_positions=True, maybe_placeholders=False)
+
+
+@dataclass
+class ParseResult:
+    """A parsed file: the syntax tree (None on a syntax error) and its diagnostics."""
+
+    file: str
+    text: str
+    tree: Tree | None = None
+    syntax: SourceFile | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def parse_tree(text: str, file: str) -> tuple[Tree | None, list[Diagnostic]]:
+    """The lark tree of ``text``, or one syntax diagnostic explaining the first error."""
+    try:
+        return get_parser().parse(text), []
+    except UnexpectedInput as err:
+        return None, [syntax_diagnostic(err, text, file)]
+
+
+def parse_source(text: str, file: str) -> ParseResult:
+    """Parse and build the syntax tree of one file.
+
+    Example:
+        >>> r = parse_source('recipe r { seed 7 }', "r.craft")
+        >>> r.syntax.recipes[0].name, r.diagnostics
+        ('r', [])
+    """
+    result = ParseResult(file=file, text=text)
+    result.tree, result.diagnostics = parse_tree(text, file)
+    if result.tree is not None:
+        try:
+            result.syntax = ToSyntax(file).transform(result.tree)
+        except VisitError as err:  # a bug in ToSyntax, reported as such, never a traceback
+            result.diagnostics.append(Diagnostic(
+                "E005", "error", f"internal error while reading the file: {err.orig_exc!r}",
+                None, "please report this with the file that caused it"))
+    return result
+
+
+# ---------------------------------------------------------------- syntax errors
+
+_TERMINAL_WORDS = {
+    "NAME": "a name", "STRING": "a string", "NUMBER": "a number", "INT": "a whole number",
+    "DURATION": "a duration like `10s`", "PERCENT": "a percentage like `20%`",
+    "SAME_ROWS_AS": "`same_rows_as solution`", "$END": "the end of the file",
+}
+_VALUE_TERMINALS = {"STRING", "NUMBER", "DURATION", "PERCENT", "NAME", "ENV"}
+
+
+def _describe_terminal(name: str) -> str:
+    if name in _TERMINAL_WORDS:
+        return _TERMINAL_WORDS[name]
+    for term in get_parser().terminals:
+        if term.name == name:
+            return f"`{term.pattern.value}`"
+    return name.lower()
+
+
+def _describe_token(tok: Token) -> str:
+    if tok.type == "$END":
+        return "end of file"
+    return f"`{tok}`"
+
+
+def _expected_list(expected: set[str]) -> str:
+    words = sorted({_describe_terminal(t) for t in expected})
+    if len(words) > 6:
+        return ", ".join(words[:6]) + ", ..."
+    return ", ".join(words)
+
+
+_OPEN_HEADER = re.compile(r"([A-Za-z_][\w ]*?)\s*$")
+
+
+def _unclosed_block(text: str, upto: int) -> tuple[int, str] | None:
+    """The offset and header (e.g. ``stage sft``) of the innermost `{` open at ``upto``."""
+    stack: list[int] = []
+    i, n = 0, min(upto, len(text))
+    while i < n:
+        ch = text[i]
+        if ch == "#":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if ch == '"':
+            if text.startswith('"""', i):
+                j = text.find('"""', i + 3)
+                i = n if j < 0 else j + 3
+                continue
+            j = i + 1
+            while j < n and text[j] not in '"\n':
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        if ch == "{":
+            stack.append(i)
+        elif ch == "}" and stack:
+            stack.pop()
+        i += 1
+    if not stack:
+        return None
+    start = stack[-1]
+    line_start = text.rfind("\n", 0, start) + 1
+    match = _OPEN_HEADER.search(text[line_start:start])
+    header = " ".join(match.group(1).split()) if match else "block"
+    return start, header
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _end_position(text: str) -> tuple[int, int]:
+    stripped = text.rstrip()
+    if not stripped:
+        return 1, 1
+    line, col = _line_col(stripped, len(stripped))
+    return line, col
+
+
+def syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic:
+    """One friendly diagnostic for a lark syntax error."""
+    if isinstance(err, UnexpectedCharacters):
+        return _bad_character(err, text, file)
+    token = getattr(err, "token", None)
+    at_end = isinstance(err, UnexpectedEOF) or (token is not None and token.type == "$END")
+    if at_end:
+        return _unexpected_end(err, text, file)
+    return _unexpected_token(err, text, file)
+
+
+def _bad_character(err: UnexpectedCharacters, text: str, file: str) -> Diagnostic:
+    span = span_at(file, err.line, err.column)
+    if err.char == '"':
+        return Diagnostic("E004", "error", "unterminated string", span,
+                          'close the string with `"` on the same line, or use """...""" '
+                          "for text over several lines")
+    char = err.char
+    shown = repr(char)[1:-1] if not char.isprintable() else char
+    help_text = "remove it"
+    if char == ";":
+        help_text = "settings end at the end of the value; remove the `;`"
+    elif char == ":":
+        help_text = "write `key value` without a colon"
+    elif char in "[]":
+        help_text = "lists are written `a, b, c` without brackets"
+    elif char == "'":
+        help_text = 'strings use double quotes: "..."'
+    return Diagnostic("E003", "error", f"unexpected character `{shown}`", span, help_text)
+
+
+def _unexpected_end(err: UnexpectedInput, text: str, file: str) -> Diagnostic:
+    opened = _unclosed_block(text, len(text))
+    line, col = _end_position(text)
+    if opened is not None:
+        offset, header = opened
+        o_line, o_col = _line_col(text, offset)
+        return Diagnostic(
+            "E006", "error", f"missing `}}` to close `{header}`", span_at(file, line, col),
+            f"add `}}` after the last setting of `{header}`",
+            (f"`{header}` opens its block at {file}:{o_line}:{o_col}",))
+    expected = _expected_list(set(getattr(err, "expected", ()) or ()))
+    return Diagnostic("E006", "error", "unexpected end of file", span_at(file, line, col),
+                      f"expected {expected}" if expected else "the file ends too early")
+
+
+def _unexpected_token(err: UnexpectedToken, text: str, file: str) -> Diagnostic:
+    tok = err.token
+    span = span_at(file, tok.line, tok.column, len(str(tok)))
+    expected = set(err.expected or ())
+    history = list(getattr(err, "token_history", None) or [])
+    previous = history[-1] if history else None
+    if expected and expected <= (_VALUE_TERMINALS | {"LBRACE"}) and previous is not None:
+        return Diagnostic("E005", "error", f"expected a value after `{previous}`", span,
+                          f"write a value, e.g. `{previous} 3`, or remove `{previous}`")
+    if expected == {"STRING"} and previous is not None:
+        return Diagnostic("E005", "error", f"expected a string after `{previous}`", span,
+                          f'write `{previous} "..."`')
+    if tok.type == "RBRACE" and "RBRACE" not in expected:
+        return Diagnostic("E005", "error", "unexpected `}`", span,
+                          f"expected {_expected_list(expected)} before `}}`; "
+                          "or remove an extra `}`")
+    if tok.type == "LBRACE" and previous is not None:
+        return Diagnostic("E005", "error", f"unexpected `{{` after `{previous}`", span,
+                          f"expected {_expected_list(expected)}")
+    return Diagnostic("E005", "error", f"unexpected {_describe_token(tok)}", span,
+                      f"expected {_expected_list(expected)}")
