@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 import sqlglot
@@ -24,6 +25,7 @@ __all__ = ["CodeFacts", "SqlString", "code_facts", "sql_strings"]
 _SQL_CALLS = {"query", "sql", "execute", "run_sql", "fetch"}
 _PANDAS_AGGREGATES = {"sum", "mean", "count", "nunique", "max", "min", "median", "size"}
 _PLACEHOLDER = "__param__"
+_LOOKS_LIKE_SQL = re.compile(r"\s*(SELECT|WITH)\s", re.I)
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,22 @@ def _is_sql_call(node: ast.Call) -> bool:
     return isinstance(func, ast.Attribute) and func.attr in _SQL_CALLS
 
 
+def _sql_nodes(tree: ast.AST) -> list[tuple[ast.AST, str]]:
+    """String nodes holding SQL: first arguments of ``api.query(...)``-style calls, and
+    strings that read as a query (solutions often write ``sql = \"\"\"SELECT ...\"\"\"``)."""
+    found: dict[int, tuple[ast.AST, str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _is_sql_call(node) and node.args:
+            text = _string_of(node.args[0])
+            if text is not None:
+                found[id(node.args[0])] = (node.args[0], text)
+        elif isinstance(node, (ast.Constant, ast.JoinedStr)) and id(node) not in found:
+            text = _string_of(node)
+            if text is not None and _LOOKS_LIKE_SQL.match(text):
+                found[id(node)] = (node, text)
+    return list(found.values())
+
+
 def sql_strings(code: str) -> list[SqlString]:
     """The SQL string literals passed to ``api.query(...)``-style calls, in source order."""
     try:
@@ -90,14 +108,11 @@ def sql_strings(code: str) -> list[SqlString]:
         return starts[lineno - 1] + len(lines[lineno - 1].encode()[:byte_col].decode(errors="ignore"))
 
     found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _is_sql_call(node) and node.args:
-            arg = node.args[0]
-            text = _string_of(arg)
-            if text is None or arg.end_lineno is None:
-                continue
-            found.append(SqlString(text, char_offset(arg.lineno, arg.col_offset),
-                                   char_offset(arg.end_lineno, arg.end_col_offset)))
+    for arg, text in _sql_nodes(tree):
+        if arg.end_lineno is None:
+            continue
+        found.append(SqlString(text, char_offset(arg.lineno, arg.col_offset),
+                               char_offset(arg.end_lineno, arg.end_col_offset)))
     return sorted(found, key=lambda s: s.start)
 
 
@@ -151,14 +166,9 @@ def code_facts(code: str) -> CodeFacts:
         facts.problems.append(f"the code does not parse: {err.msg} (line {err.lineno})")
         return facts
     sql_nodes: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _is_sql_call(node) and node.args:
-            text = _string_of(node.args[0])
-            if text is not None:
-                sql_nodes.add(id(node.args[0]))
-                for part in ast.walk(node.args[0]):
-                    sql_nodes.add(id(part))
-                facts.sql.append(text)
-                _collect_sql(text, facts)
+    for node, text in _sql_nodes(tree):
+        sql_nodes.update(id(part) for part in ast.walk(node))
+        facts.sql.append(text)
+        _collect_sql(text, facts)
     _collect_python(tree, sql_nodes, facts)
     return facts

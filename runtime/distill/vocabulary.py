@@ -72,7 +72,10 @@ class SchemaVocabulary:
         for metric in schema.metrics:
             phrases = {metric.name.lower(), split_camel(metric.name)}
             if metric.doc:
-                phrases.add(metric.doc.lower())
+                # "Click-through rate: clicks per impression" -> "click-through rate"
+                head = re.split(r"[:,(]", metric.doc)[0].strip().lower()
+                if head:
+                    phrases.add(head)
             fields = tuple(dict.fromkeys(m.group(2).lower() for m in _DOTTED.finditer(metric.expr)))
             vocab.metrics[metric.name] = MetricWords(metric.name, tuple(sorted(phrases)), fields)
         physical: set[str] = set()

@@ -1,0 +1,146 @@
+"""Accepted trajectories -> conversational SFT datasets, in both input modes.
+
+Each example is one instance's conversation: ``system`` (the stripped or the
+stuffed prompt), then per turn ``user`` (the ask, worded as ``prompts/turn.md``
+says), ``assistant`` (the accepted three-block turn), ``tool`` (the execution
+output, worded as ``turn.md``'s tool section) and a final ``assistant``
+``<ANSWER>`` summarising the result. A conversation keeps its turns up to the first
+turn with no accepted candidate. Both modes are built from the same trajectories,
+so they differ only in the system prompt.
+
+Only ``train`` instances become training data; the others are written to
+``eval_instances.json`` for the eval step. Token counts use the compiler's
+estimator (``craftc.tokens.estimate_tokens``), because the tokenizer is trained
+later, in the sft step; the ``token_counter`` column says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from craftc.ir import BlockFormat
+from craftc.tokens import estimate_tokens
+from runtime.distill.blocks import format_answer, format_turn, parse_turn
+
+__all__ = ["MODES", "TOKEN_COUNTER", "read_turn_templates", "tool_output", "answer_text",
+           "build_examples", "save_dataset", "corpus_text"]
+
+MODES = ("stripped", "stuffed")
+TOKEN_COUNTER = "craftc.tokens.estimate_tokens"
+PER_INSTANCE = 2          # distinct accepted trajectories kept per instance
+
+
+def read_turn_templates(text: str) -> dict[str, str]:
+    """``prompts/turn.md`` split into its ``## user`` and ``## tool`` sections."""
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        heading = re.match(r"^##\s+(\w+)\s*$", line)
+        if heading:
+            current = heading.group(1).lower()
+            sections[current] = []
+        elif current:
+            sections[current].append(line)
+    templates = {role: "\n".join(lines).strip("\n") for role, lines in sections.items()}
+    if "{ask}" not in templates.get("user", "") or "{output}" not in templates.get("tool", ""):
+        raise ValueError("prompts/turn.md must have a `## user` section with {ask} and a `## tool` "
+                         "section with {output}; recompile the plan with `craftc compile`")
+    return templates
+
+
+def tool_output(execution: dict[str, Any]) -> str:
+    """What the agent sees after its code ran: the preview, or the error."""
+    if not execution.get("ok"):
+        return f"{execution.get('error_type') or execution.get('error_class')}: {execution.get('error_message', '')}".strip()
+    rows = execution.get("rows", 0)
+    return f"{rows} rows\n{execution.get('preview', '').rstrip()}"
+
+
+def answer_text(execution: dict[str, Any]) -> str:
+    """A short final answer summarising the result."""
+    rows, columns = execution.get("rows", 0), execution.get("columns", [])
+    preview = [line for line in execution.get("preview", "").splitlines() if line.strip()]
+    first = f" First row: {' '.join(preview[1].split())}." if len(preview) > 1 else ""
+    return f"The result has {rows} row{'s' if rows != 1 else ''} with {', '.join(columns)}.{first}"
+
+
+def _canonical(text: str, fmt: BlockFormat) -> str:
+    turn = parse_turn(text, fmt)
+    return format_turn(turn.think, turn.plan, turn.code, fmt)
+
+
+def build_examples(instances: list[dict[str, Any]], accepted: dict[tuple[str, int], list[dict[str, Any]]],
+                   systems: dict[str, str], templates: dict[str, str], fmt: BlockFormat) -> dict[str, list[dict]]:
+    """Examples per mode from accepted candidates keyed by (instance_id, turn index)."""
+    out: dict[str, list[dict]] = {mode: [] for mode in MODES}
+    for instance in instances:
+        if instance["split"] != "train":
+            continue
+        chosen_per_turn = []
+        for turn_index in range(len(instance["turns"])):
+            unique, seen = [], set()
+            for record in accepted.get((instance["instance_id"], turn_index), []):
+                key = _canonical(record["text"], fmt)
+                if key not in seen:
+                    seen.add(key)
+                    unique.append((key, record))
+            if not unique:
+                break
+            chosen_per_turn.append(unique)
+        if not chosen_per_turn:
+            continue
+        variants = min(PER_INSTANCE, max(len(options) for options in chosen_per_turn))
+        for variant in range(variants):
+            body = []
+            for turn_index, options in enumerate(chosen_per_turn):
+                text, record = options[variant % len(options)]
+                body += [{"role": "user", "content": templates["user"].format(ask=instance["turns"][turn_index]["ask"])},
+                         {"role": "assistant", "content": text},
+                         {"role": "tool", "content": templates["tool"].format(output=tool_output(record["execution"]))},
+                         {"role": "assistant", "content": format_answer(answer_text(record["execution"]), fmt)}]
+            for mode in MODES:
+                messages = [{"role": "system", "content": systems[mode]}, *body]
+                out[mode].append({"messages": messages, "workflow": instance["workflow"],
+                                  "instance_id": instance["instance_id"], "split": "train",
+                                  "turns": len(chosen_per_turn), "variant": variant,
+                                  "n_tokens": sum(estimate_tokens(m["content"]) for m in messages),
+                                  "token_counter": TOKEN_COUNTER})
+    return out
+
+
+def save_dataset(examples: list[dict], out_dir: Path) -> None:
+    """Save with `datasets` (Arrow); written next to ``out_dir`` and renamed into place."""
+    from datasets import Dataset
+
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=out_dir.name + ".", dir=out_dir.parent))
+    try:
+        columns = ["messages", "workflow", "instance_id", "split", "turns", "variant", "n_tokens", "token_counter"]
+        data = {c: [e[c] for e in examples] for c in columns}
+        Dataset.from_dict(data).save_to_disk(str(staging))
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(staging, out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def corpus_text(systems: dict[str, str], templates: dict[str, str], instances: list[dict[str, Any]],
+                extra: list[str]) -> str:
+    """Plain text for training the tokenizer: prompts, asks, plans, code, schema docs."""
+    parts = [*systems.values(), *templates.values(), *extra]
+    for instance in instances:
+        for turn in instance["turns"]:
+            parts += [turn["ask"], turn["plan"], turn["code"]]
+    return "\n\n".join(p.strip() for p in parts if p and p.strip()) + "\n"
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"

@@ -1,0 +1,177 @@
+"""The Tri-Gate filter: execution, output, judges. A candidate stops at the first reject.
+
+- **execution** runs the CODE in the sandbox pool with the gate's timeout and
+  memory; it rejects ``syntax`` (SyntaxError), ``timeout`` (wall or CPU limit) and
+  ``error`` (anything the code raised, or a limit it broke), as the recipe's
+  ``reject`` list says. A turn without a CODE block has nothing to run and goes on.
+- **output** rejects ``incomplete`` (a missing, empty or unclosed block, or no
+  ``result``), ``empty`` (zero rows) and ``mismatch`` (the result fails the turn's
+  expectations against the reference solution's result for the same instance,
+  computed once per instance turn).
+- **judge** asks the judge ensemble (see `judges`).
+
+Every gate is evaluated for every candidate (cheap once the code has run), so
+besides the first rejecting gate the outcome says which gates *would* have
+rejected it; the funnel's confusion table uses that to show that each noise kind
+is caught by the gate meant for it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from craftc.ir import BlockFormat, Expectation, Recipe
+from runtime.distill.blocks import parse_turn
+from runtime.distill.judges import JudgeCase, JudgeEnsemble
+
+__all__ = ["GateCase", "GateOutcome", "TriGate", "sandbox_limits", "execution_rejection"]
+
+_EXEC_CLASSES = {
+    "SyntaxError": "syntax",
+    "Timeout": "timeout",
+    "CpuLimit": "timeout",
+    "RuntimeError": "error",
+    "MemoryLimit": "error",
+    "OutputLimit": "error",
+    "SecurityViolation": "error",
+    "WorkerCrashed": "error",
+}
+
+
+@dataclass(frozen=True)
+class GateCase:
+    """One candidate turn to filter, with the instance it answers."""
+
+    candidate_id: str
+    instance_id: str
+    turn: int
+    text: str
+    ask: str
+    params: dict[str, Any]
+    expectations: tuple[Expectation, ...] = ()
+
+
+@dataclass
+class GateOutcome:
+    """Where a candidate stopped and why; ``would_reject`` holds every gate's answer."""
+
+    candidate_id: str
+    accepted: bool
+    gate: str | None = None
+    reason_class: str | None = None
+    reason: str = ""
+    would_reject: dict[str, str | None] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+    judges: list[dict[str, Any]] = field(default_factory=list)
+    execution: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"candidate_id": self.candidate_id, "accepted": self.accepted, "gate": self.gate,
+                "reason_class": self.reason_class, "reason": self.reason,
+                "would_reject": self.would_reject, "reasons": self.reasons,
+                "judges": self.judges, "execution": self.execution}
+
+
+def sandbox_limits(recipe: Recipe):
+    """The sandbox limits the execution gate asks for."""
+    from runtime.sandbox import SandboxLimits
+
+    gate = recipe.gates.execution
+    return SandboxLimits(wall_timeout_s=gate.timeout_s, cpu_s=max(1, math.ceil(gate.timeout_s)),
+                         memory_mb=gate.memory_mb)
+
+
+def execution_rejection(result, reject: tuple[str, ...]) -> tuple[str, str] | None:
+    """``(class, reason)`` when the execution gate rejects a sandbox result."""
+    if result is None or result.ok or result.error_class == "NoResult":
+        return None
+    kind = _EXEC_CLASSES.get(result.error_class, "error")
+    if kind not in reject:
+        return None
+    message = (result.error_message or "").strip().splitlines()
+    detail = f"{result.error_type or result.error_class}: {message[0][:200] if message else ''}".rstrip(": ")
+    return kind, detail
+
+
+def _execution_summary(result) -> dict[str, Any]:
+    if result is None:
+        return {"ran": False}
+    return {"ran": True, "ok": result.ok, "error_class": result.error_class,
+            "error_type": result.error_type, "error_message": (result.error_message or "")[:500],
+            "rows": result.result_rows, "columns": list(result.result_columns),
+            "preview": result.result_preview, "stdout_tail": result.stdout_tail[-500:],
+            "wall_s": round(result.wall_s, 4)}
+
+
+class TriGate:
+    """Runs the three gates over candidates; the pool executes code, references once."""
+
+    def __init__(self, recipe: Recipe, pool, ensemble: JudgeEnsemble | None = None,
+                 fmt: BlockFormat | None = None):
+        self.recipe, self.pool = recipe, pool
+        self.fmt = fmt or recipe.format
+        self.gates = recipe.gates
+        self.ensemble = ensemble or JudgeEnsemble.from_recipe(recipe)
+        self.references: dict[tuple[str, int], Any] = {}
+
+    def run_references(self, jobs: dict[tuple[str, int], tuple[str, dict]]) -> dict[tuple[str, int], str]:
+        """Execute each instance turn's reference code once; returns the ones that failed."""
+        keys = [key for key in jobs if key not in self.references]
+        results = self.pool.run_many([jobs[key] for key in keys]) if keys else []
+        failed = {}
+        for key, result in zip(keys, results):
+            self.references[key] = result
+            if not result.ok:
+                failed[key] = f"{result.error_class}: {(result.error_message or '')[:200]}"
+        return failed
+
+    def _output_rejection(self, case: GateCase, parsed, result) -> tuple[str, str] | None:
+        reject = self.gates.output.reject
+        if "incomplete" in reject:
+            if not parsed.complete:
+                return "incomplete", "; ".join(parsed.problems)
+            if result is None or result.result_frame is None:
+                return "incomplete", "the code assigned no `result`"
+        if "empty" in reject and result is not None and result.ok and result.result_rows == 0:
+            return "empty", "the result has no rows"
+        if "mismatch" in reject and result is not None and result.ok and case.expectations:
+            reference = self.references.get((case.instance_id, case.turn))
+            if reference is not None and reference.ok:
+                from runtime.workflows import check_result
+                check = check_result(result.result_frame, reference.result_frame, case.expectations)
+                if not check.passed:
+                    return "mismatch", "; ".join(check.reasons[:3])
+        return None
+
+    def run(self, cases: list[GateCase]) -> list[GateOutcome]:
+        """Filter candidates; outcomes come back in input order."""
+        parsed = [parse_turn(case.text, self.fmt) for case in cases]
+        runnable = [i for i, p in enumerate(parsed) if p.code and p.code.strip()]
+        executed = self.pool.run_many([(parsed[i].code, cases[i].params) for i in runnable]) if runnable else []
+        results: list[Any] = [None] * len(cases)
+        for index, result in zip(runnable, executed):
+            results[index] = result
+        verdicts = self.ensemble.judge_many([JudgeCase(c.ask, p.plan or "", p.code or "", c.params)
+                                             for c, p in zip(cases, parsed)])
+        outcomes = []
+        for case, turn, result, verdict in zip(cases, parsed, results, verdicts):
+            answers = {
+                "execution": execution_rejection(result, self.gates.execution.reject),
+                "output": self._output_rejection(case, turn, result),
+                "judge": None if verdict.passed else ("judge", verdict.reason),
+            }
+            outcome = GateOutcome(case.candidate_id, True, execution=_execution_summary(result),
+                                  judges=[{"judge": v.judge, "passed": v.passed, "reason": v.reason}
+                                          for v in verdict.verdicts])
+            for gate in self.gates.order:
+                answer = answers.get(gate)
+                outcome.would_reject[gate] = answer[0] if answer else None
+                if answer:
+                    outcome.reasons[gate] = answer[1]
+                    if outcome.accepted:
+                        outcome.accepted, outcome.gate = False, gate
+                        outcome.reason_class, outcome.reason = answer
+            outcomes.append(outcome)
+        return outcomes

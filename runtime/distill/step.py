@@ -1,0 +1,247 @@
+"""The distill, gate and dataset steps of `craftc run`.
+
+- ``run_distill``: instances from the warehouse, split into train and eval; the
+  teacher writes ``candidates`` per train instance turn (``candidates.jsonl``).
+- ``run_gate``: the Tri-Gate filter in the sandbox pool; ``outcomes.jsonl``,
+  ``accepted.jsonl``, ``funnel.json`` / ``funnel.md``.
+- ``run_dataset``: ``dataset/stripped``, ``dataset/stuffed`` (Arrow),
+  ``dataset/eval_instances.json`` and ``dataset/corpus.txt``.
+
+Each writes only into ``ctx.out_dir`` (the runner renames it into place).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from rich.progress import Progress
+
+from runtime.step_context import StepContext, StepError, StepResult
+
+__all__ = ["run_distill", "run_gate", "run_dataset", "API_FACTORY", "instances_per_workflow"]
+
+API_FACTORY = "runtime.world.api:WarehouseApi"
+GATE_CHUNK = 64
+
+
+def instances_per_workflow(eval_instances: int, holdout: float) -> int:
+    """Enough instances that the held-out share gives about ``eval_instances`` per workflow."""
+    share = holdout if holdout > 0 else 0.2
+    return max(eval_instances + 2, math.ceil(eval_instances / share))
+
+
+def _warehouse(ctx: StepContext) -> Path:
+    path = ctx.input_dir("world") / "warehouse.duckdb"
+    if not path.is_file():
+        raise StepError(f"warehouse `{path}` is missing; rerun `craftc run {ctx.plan_dir} --only world`")
+    return path
+
+
+def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    path.write_text("".join(json.dumps(r, sort_keys=True, default=str) + "\n" for r in records), encoding="utf-8")
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _seed_for(seed: int, *parts: Any) -> int:
+    digest = hashlib.sha256(":".join(str(p) for p in (seed, *parts)).encode()).hexdigest()
+    return int(digest[:8], 16)
+
+
+# ---------------------------------------------------------------- distill
+
+
+def _requests(recipe, instances: list[dict], system: str, seed: int):
+    from runtime.distill.teachers import TeacherRequest
+
+    alternatives: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for instance in instances:
+        for name, value in instance["params"].items():
+            if value not in alternatives[instance["workflow"]][name]:
+                alternatives[instance["workflow"]][name].append(value)
+    requests, keys = [], []
+    for instance in instances:
+        if instance["split"] != "train":
+            continue
+        history: list[dict[str, str]] = []
+        for index, turn in enumerate(instance["turns"]):
+            messages = (*history, {"role": "user", "content": turn["ask"]})
+            requests.append(TeacherRequest(
+                system, tuple(messages), recipe.teacher.candidates,
+                _seed_for(seed, instance["instance_id"], index),
+                {"workflow": instance["workflow"], "ask": turn["ask"], "params": instance["params"],
+                 "plan": turn["plan"], "code": turn["code"],
+                 "alternatives": {k: list(v) for k, v in alternatives[instance["workflow"]].items()}}))
+            keys.append((instance, index))
+            history = [*messages, {"role": "assistant", "content": f"<{recipe.format.plan}>\n{turn['plan']}\n"
+                                   f"</{recipe.format.plan}>\n<{recipe.format.code}>\n{turn['code']}\n</{recipe.format.code}>"}]
+    return requests, keys
+
+
+def run_distill(ctx: StepContext) -> StepResult:
+    """Sample instances, split them, and let the teacher write candidates for train ones."""
+    import duckdb
+
+    from runtime.distill.teachers import TeacherError, make_teacher
+    from runtime.workflows import InstanceError, SolutionError, make_instances, split_instances
+
+    recipe = ctx.plan.recipe
+    started = time.monotonic()
+    per_workflow = instances_per_workflow(recipe.eval.instances, recipe.eval.holdout)
+    con = duckdb.connect(str(_warehouse(ctx)), read_only=True)
+    try:
+        instances = make_instances(recipe, con, ctx.seed, per_workflow, solution_root=ctx.plan_dir)
+    except (InstanceError, SolutionError) as err:
+        raise StepError(str(err)) from None
+    finally:
+        con.close()
+    split_of = {i.instance_id: name for name, group in split_instances(instances, recipe.eval).items() for i in group}
+    records = [{**i.to_dict(), "split": split_of[i.instance_id]} for i in instances]
+    system = ctx.artifact("prompts/system_stuffed.md").read_text(encoding="utf-8")
+    requests, keys = _requests(recipe, records, system, ctx.seed)
+    try:
+        teacher = make_teacher(recipe.teacher, recipe.schema_, recipe.format)
+        candidates = []
+        with Progress(console=ctx.console, transient=True) as progress:
+            task = progress.add_task(f"{teacher.name}: candidates", total=len(requests))
+            for start in range(0, len(requests), 32):
+                batch = requests[start:start + 32]
+                for candidate in teacher.generate(batch):
+                    candidates.append((start + candidate.request_index, candidate))
+                progress.advance(task, len(batch))
+    except TeacherError as err:
+        raise StepError(str(err)) from None
+    out = []
+    for request_index, candidate in candidates:
+        instance, turn = keys[request_index]
+        out.append({"candidate_id": f"{instance['instance_id']}/t{turn + 1}/c{candidate.candidate_index}",
+                    "instance_id": instance["instance_id"], "workflow": instance["workflow"], "turn": turn,
+                    "text": candidate.text, "metadata": candidate.metadata})
+    (ctx.out_dir / "instances.json").write_text(json.dumps(records, indent=1, sort_keys=True, default=str) + "\n")
+    _write_jsonl(ctx.out_dir / "candidates.jsonl", out)
+    wall = time.monotonic() - started
+    splits = {name: sum(1 for r in records if r["split"] == name) for name in sorted(set(split_of.values()))}
+    ctx.console.print(f"distill: {teacher.name} wrote {len(out)} candidates for {len(requests)} instance turns")
+    return StepResult(metrics={"teacher": teacher.name, "instances": len(records), "splits": splits,
+                               "requests": len(requests), "candidates": len(out),
+                               "candidates_per_s": round(len(out) / wall, 1) if wall else None},
+                      outputs=("instances.json", "candidates.jsonl"))
+
+
+# ---------------------------------------------------------------- gate
+
+
+def gate_candidates(recipe, instances: list[dict], candidates: list[dict], pool, console=None,
+                    ensemble=None) -> tuple[list[dict], dict]:
+    """Run the Tri-Gate over candidate records; returns outcome dicts and reference failures."""
+    from runtime.distill.gates import GateCase, TriGate
+    from runtime.workflows import InstanceTurn
+
+    by_id = {i["instance_id"]: i for i in instances}
+    gate = TriGate(recipe, pool, ensemble)
+    jobs = {}
+    for c in candidates:
+        instance = by_id[c["instance_id"]]
+        jobs[(c["instance_id"], c["turn"])] = (instance["turns"][c["turn"]]["code"], instance["params"])
+    failed_refs = gate.run_references(jobs)
+    cases = []
+    for c in candidates:
+        instance = by_id[c["instance_id"]]
+        turn = InstanceTurn.from_dict(instance["turns"][c["turn"]])
+        cases.append(GateCase(c["candidate_id"], c["instance_id"], c["turn"], c["text"], turn.ask,
+                              instance["params"], turn.expectations))
+    outcomes = []
+    with Progress(console=console, transient=True, disable=console is None) as progress:
+        task = progress.add_task("Tri-Gate", total=len(cases))
+        for start in range(0, len(cases), GATE_CHUNK):
+            chunk = cases[start:start + GATE_CHUNK]
+            outcomes += [o.to_dict() for o in gate.run(chunk)]
+            progress.advance(task, len(chunk))
+    return outcomes, {f"{k[0]}/t{k[1] + 1}": v for k, v in failed_refs.items()}
+
+
+def run_gate(ctx: StepContext) -> StepResult:
+    """Filter the distill step's candidates through the three gates."""
+    from runtime.distill.funnel import build_funnel, dumps, funnel_markdown, print_funnel
+    from runtime.distill.gates import sandbox_limits
+    from runtime.sandbox import SandboxError, SandboxPool
+
+    recipe = ctx.plan.recipe
+    distill = ctx.input_dir("distill")
+    instances = json.loads((distill / "instances.json").read_text(encoding="utf-8"))
+    candidates = _read_jsonl(distill / "candidates.jsonl")
+    started = time.monotonic()
+    try:
+        pool = SandboxPool(min(2, os.cpu_count() or 1), _warehouse(ctx), sandbox_limits(recipe), API_FACTORY)
+    except SandboxError as err:
+        raise StepError(f"cannot start the sandbox for the execution gate: {err}") from None
+    with pool:
+        outcomes, failed_refs = gate_candidates(recipe, instances, candidates, pool, ctx.console)
+    wall = time.monotonic() - started
+    by_id = {c["candidate_id"]: c for c in candidates}
+    funnel = build_funnel(outcomes, by_id, recipe.gates.order)
+    funnel["reference_failures"] = failed_refs
+    accepted = [{**by_id[o["candidate_id"]], "execution": o["execution"]} for o in outcomes if o["accepted"]]
+    _write_jsonl(ctx.out_dir / "outcomes.jsonl", outcomes)
+    _write_jsonl(ctx.out_dir / "accepted.jsonl", accepted)
+    (ctx.out_dir / "instances.json").write_text((distill / "instances.json").read_text(encoding="utf-8"))
+    (ctx.out_dir / "funnel.json").write_text(dumps(funnel), encoding="utf-8")
+    (ctx.out_dir / "funnel.md").write_text(funnel_markdown(funnel), encoding="utf-8")
+    print_funnel(funnel, ctx.console)
+    per_gate = {g["gate"]: g["rejected"] for g in funnel["gates"]}
+    metrics = {"candidates": len(outcomes), "accepted": len(accepted), "rejected_per_gate": per_gate,
+               "candidates_per_s": round(len(outcomes) / wall, 1) if wall else None,
+               "reference_failures": len(failed_refs)}
+    if "confusion" in funnel:
+        metrics["corrupted_rejected_rate"] = funnel["confusion"]["corrupted_rejected_rate"]
+        metrics["clean_rejected_rate"] = funnel["confusion"]["clean_rejected_rate"]
+    return StepResult(metrics=metrics, outputs=("funnel.json", "funnel.md", "accepted.jsonl", "outcomes.jsonl"))
+
+
+# ---------------------------------------------------------------- dataset
+
+
+def run_dataset(ctx: StepContext) -> StepResult:
+    """Accepted trajectories -> stripped and stuffed datasets, eval instances, corpus."""
+    from runtime.distill.datasets import (MODES, TOKEN_COUNTER, build_examples, corpus_text, dumps,
+                                          read_turn_templates, save_dataset)
+
+    recipe = ctx.plan.recipe
+    gate = ctx.input_dir("gate")
+    instances = json.loads((gate / "instances.json").read_text(encoding="utf-8"))
+    accepted: dict[tuple[str, int], list[dict]] = defaultdict(list)
+    for record in _read_jsonl(gate / "accepted.jsonl"):
+        accepted[(record["instance_id"], record["turn"])].append(record)
+    systems = {mode: ctx.artifact(f"prompts/system_{mode}.md").read_text(encoding="utf-8") for mode in MODES}
+    try:
+        templates = read_turn_templates(ctx.artifact("prompts/turn.md").read_text(encoding="utf-8"))
+    except ValueError as err:
+        raise StepError(str(err)) from None
+    examples = build_examples(instances, accepted, systems, templates, recipe.format)
+    if not examples["stripped"]:
+        raise StepError("no accepted trajectory reached the dataset: every candidate was rejected; "
+                        "see RUN_DIR/gate/funnel.md for the reasons")
+    out = ctx.out_dir / "dataset"
+    for mode in MODES:
+        save_dataset(examples[mode], out / mode)
+    held_out = [i for i in instances if i["split"] != "train"]
+    (out / "eval_instances.json").write_text(dumps(held_out), encoding="utf-8")
+    ddl = ctx.plan_dir / "sql" / "logical_ddl.sql"
+    extra = [ddl.read_text(encoding="utf-8")] if ddl.is_file() else []
+    (out / "corpus.txt").write_text(corpus_text(systems, templates, instances, extra), encoding="utf-8")
+    tokens = {mode: sum(e["n_tokens"] for e in examples[mode]) for mode in MODES}
+    ctx.console.print(f"dataset: {len(examples['stripped'])} examples per mode; tokens {tokens}")
+    return StepResult(metrics={"examples": len(examples["stripped"]), "tokens": tokens,
+                               "token_counter": TOKEN_COUNTER, "eval_instances": len(held_out),
+                               "workflows": len({e["workflow"] for e in examples["stripped"]})},
+                      outputs=("dataset/stripped", "dataset/stuffed", "dataset/eval_instances.json",
+                               "dataset/corpus.txt"))
