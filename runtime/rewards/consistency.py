@@ -1,6 +1,9 @@
 """R_consistency: does the code do what the plan says (plan/code agreement)?
 
-The entities the plan names in business words are compared with the logical views
+Half of the score is the distill step's ``plan_code`` judge (the same judge the
+Tri-Gate filter votes with) as 1 or 0, so training optimises what the gate
+accepted. The other half is graded, so a group of imperfect rollouts still has a
+gradient: the entities the plan names in business words are compared with the logical views
 the code's SQL reads (sqlglot), and every metric the plan names must have its
 entities read by the code. A plan that promises CTR while the code only counts
 campaigns scores low; so does code that silently reads tables the plan never
@@ -29,7 +32,8 @@ def code_entities(code: str, terms: SchemaTerms) -> set[str]:
 
 
 def plan_code_agreement(plan: str | None, code: str | None, terms: SchemaTerms) -> float:
-    """Agreement in [0, 1]: Jaccard of plan and code entities times the share of honoured metrics.
+    """Agreement in [0, 1]: the mean of the ``plan_code`` judge's verdict (1/0) and
+    the Jaccard of plan and code entities times the share of honoured metrics.
 
     Example:
         >>> from craftc.ir import Schema, Entity, EntityKey
@@ -47,7 +51,13 @@ def plan_code_agreement(plan: str | None, code: str | None, terms: SchemaTerms) 
     metrics = terms.metrics_in_text(plan)
     honoured = [m for m in metrics if set(terms.metrics[m]) <= in_code]
     metric_score = len(honoured) / len(metrics) if metrics else 1.0
-    return entity_score * metric_score
+    graded = entity_score * metric_score
+    if terms.judge is None:
+        return graded
+    from runtime.distill.judges import JudgeCase
+
+    verdict = terms.judge.judge(JudgeCase(ask="", plan=plan, code=code, params={}))
+    return 0.5 * float(verdict.passed) + 0.5 * graded
 
 
 def consistency_reward(turn, terms: SchemaTerms, step_rewards: bool = True) -> float:

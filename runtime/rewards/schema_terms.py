@@ -22,6 +22,7 @@ class SchemaTerms:
     views: dict[str, str]                  # logical view name -> entity
     metrics: dict[str, tuple[str, ...]]    # metric -> entities it reads
     identifiers: frozenset[str]            # physical tables/columns and view names: DDL words
+    judge: object = None                   # the distill step's plan_code judge over the same schema
 
     @classmethod
     def from_schema(cls, schema) -> "SchemaTerms":
@@ -37,7 +38,11 @@ class SchemaTerms:
             identifiers.update(r.column.lower() for r in entity.refs if "_" in r.column)
             identifiers.add(entity.key.column.lower())
         metrics = {m.name: tuple(m.entities) for m in schema.metrics}
-        return cls(entities, views, metrics, frozenset(i for i in identifiers if "_" in i or "." in i))
+        from runtime.distill.judges import PlanCodeJudge
+        from runtime.distill.vocabulary import SchemaVocabulary
+
+        judge = PlanCodeJudge(SchemaVocabulary.from_schema(schema))
+        return cls(entities, views, metrics, frozenset(i for i in identifiers if "_" in i or "." in i), judge)
 
     def entities_in_text(self, text: str) -> set[str]:
         """Entities a plan names in business words (singular or plural)."""
