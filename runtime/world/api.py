@@ -145,7 +145,7 @@ class WarehouseApi:
         logical = self._physical_tables.get(name.lower())
         if logical:
             return f"`{name}` is a physical table, not part of the API; query the logical view `{logical}`"
-        return f"unknown entity `{name}`{_did_you_mean(name, self._views)}; api.list_entities() lists them"
+        return f"unknown entity `{name}`{_did_you_mean(name, self._views)} (api.list_entities() lists them)"
 
     def _run(self, sql: str, params) -> pd.DataFrame:
         tree = self._check_statement(sql)
@@ -233,7 +233,7 @@ def _did_you_mean(name: str, candidates: list[str]) -> str:
 def _unknown_field_message(column: str, view: str | None, fields: list[str]) -> str:
     where = f" of `{view}`" if view else ""
     hint = f"api.describe('{view}')" if view else "api.describe(entity)"
-    return f"unknown field `{column}`{where}{_did_you_mean(column, fields)}; {hint} lists the fields"
+    return f"unknown field `{column}`{where}{_did_you_mean(column, fields)} ({hint} lists the fields)"
 
 
 def _first_line(message: str) -> str:
