@@ -1,20 +1,18 @@
 """The context-length budget: an estimate of the stuffed prompt's size in tokens.
 
-The estimate counts words and punctuation marks (``\\w+|[^\\w\\s]``) of a stand-in for
-the stuffed system prompt: the task and format text, the API docs and the logical
-DDL of every entity. Real tokenizers split identifiers further, so real counts are
-usually higher: the check errs on the side of letting a recipe through, and says so.
+Tokens are counted with :func:`craftc.tokens.estimate_tokens` (words plus punctuation
+marks), the same estimator as the plan's ``token_budget.json``, over the stuffed system
+prompt exactly as emit renders it (logical DDL, API docs, task text). Should that
+rendering be unavailable, a plain stand-in with the same parts is counted instead.
+Real tokenizers split identifiers further, so real counts are usually higher.
 """
 
 from __future__ import annotations
 
-import re
-
-from craftc.ir import Schema
+from craftc.ir import Recipe, Schema
+from craftc.tokens import estimate_tokens
 
 __all__ = ["estimate_tokens", "stuffed_prompt_text", "stuffed_prompt_estimate", "TASK_TEXT"]
-
-_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 TASK_TEXT = """You are a data agent for an analytics warehouse. Answer each question with
 <THINK>reasoning</THINK>, then <PLAN>the business-level plan</PLAN>, then <CODE>Python that
@@ -24,16 +22,6 @@ describe_entity(name). When the result is right, answer with <ANSWER>...</ANSWER
 API_TEXT = """api.query(sql) -> pandas.DataFrame: run SQL over the logical views.
 api.list_entities() -> list[str]; api.describe(entity) -> fields, types and docs.
 params holds the question's parameters; pd is pandas; assign the answer to result."""
-
-
-def estimate_tokens(text: str) -> int:
-    """Deterministic token estimate: words plus punctuation marks.
-
-    Example:
-        >>> estimate_tokens("SELECT a, b FROM t;")
-        7
-    """
-    return len(_TOKEN.findall(text))
 
 
 def stuffed_prompt_text(schema: Schema) -> str:
@@ -48,5 +36,15 @@ def stuffed_prompt_text(schema: Schema) -> str:
     return "\n\n".join(parts)
 
 
-def stuffed_prompt_estimate(schema: Schema) -> int:
-    return estimate_tokens(stuffed_prompt_text(schema))
+def stuffed_prompt_estimate(recipe: Recipe) -> int:
+    """Estimated tokens of the stuffed system prompt of ``recipe``."""
+    try:
+        # Emit renders the real prompt; counting it keeps this check and
+        # token_budget.json in agreement. Imported here: only stuffed inputs need it.
+        from craftc.emit.binding_sql import logical_ddl
+        from craftc.emit.prompts import render_prompts
+
+        text = render_prompts(recipe, logical_ddl(recipe.schema_))["prompts/system_stuffed.md"]
+    except Exception:  # noqa: BLE001 - any failure there falls back to the stand-in
+        text = stuffed_prompt_text(recipe.schema_)
+    return estimate_tokens(text)

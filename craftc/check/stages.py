@@ -123,7 +123,7 @@ def _check_budget(decl: RecipeDecl, recipe: Recipe, blocks: dict[str, Block], mo
     needs_stuffed = [s for s in recipe.stages if s.input == "stuffed"]
     if not needs_stuffed and "stuffed" not in recipe.eval.arms:
         return
-    estimate = stuffed_prompt_estimate(recipe.schema_)
+    estimate = stuffed_prompt_estimate(recipe)
     for s in needs_stuffed:
         model = models.get(s.base)
         if model is not None and estimate > model.context:
