@@ -376,9 +376,11 @@ def job_from_context(ctx) -> GRPOJob:
     if stage is None:
         raise GRPOSetupError("the recipe has no grpo stage; add `stage grpo { from sft ... }`")
     sft_final = ctx.input_dir("sft") / "final"
-    dataset = ctx.input_dir("dataset")
-    instances = next((p for p in (dataset / "train_instances.json", dataset / "instances.json") if p.is_file()),
-                     dataset / "train_instances.json")
+    # The gate step keeps every instance with its split; GRPO trains on `train` only,
+    # so held-out instances never shape the policy.
+    all_instances = json.loads((ctx.input_dir("gate") / "instances.json").read_text())
+    instances = Path(ctx.out_dir) / "train_instances.json"
+    _write_json(instances, [i for i in all_instances if i.get("split", "train") == "train"])
     trl_path = ctx.plan_dir / "stages" / stage.name / "trl_config.json"
     wording = TurnWording.from_file(ctx.artifact("prompts/turn.md"))
     from runtime.rewards import RewardSpec

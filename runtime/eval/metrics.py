@@ -1,0 +1,88 @@
+"""Evaluation metrics: pure functions over scored ``Episode`` records.
+
+Each metric is defined once here and in docs/evaluation.md; ``summarise`` gives
+the value, its unit count and its 95% confidence interval (Wilson for rates over
+the stated units, seeded bootstrap over instances for means).
+"""
+
+from __future__ import annotations
+
+from runtime.agent import Episode, UserTurn
+from runtime.eval.stats import bootstrap_mean, wilson
+
+__all__ = ["METRICS", "discovery_loops", "turn_passed", "metric_values", "summarise"]
+
+
+def turn_passed(turn: UserTurn) -> bool:
+    return bool(turn.final_ok and turn.passed)
+
+
+def discovery_loops(turn: UserTurn) -> int:
+    """Discovery calls made before (and in) the first successful execution of a user turn.
+
+    A turn that never executes successfully counts all its discovery calls.
+    """
+    count = 0
+    for call in turn.calls:
+        count += call.discovery_calls
+        if call.exec is not None and call.exec.ok:
+            break
+    return count
+
+
+def _rate(flags: list[bool]) -> tuple[int, int]:
+    return sum(flags), len(flags)
+
+
+# name -> (kind, higher_is_better, description)
+METRICS = {
+    "agent_score": ("rate", True, "user turns whose final result passes the workflow's expectations"),
+    "final_answer_accuracy": ("rate", True, "conversations whose last turn's final result passes"),
+    "execution_success": ("rate", True, "user turns that end on a successful execution"),
+    "multi_turn_coherence": ("rate", True, "follow-up turns that pass and keep every earlier constraint"),
+    "consistency": ("mean", True, "plan/code agreement of each turn's final call, mean per instance"),
+    "input_tokens": ("mean", False, "input tokens per model call, mean per instance"),
+    "discovery_loops": ("mean", False, "discovery calls before the first successful execution, per user turn"),
+    "model_calls": ("mean", False, "model calls per user turn, mean per instance"),
+}
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def metric_values(episodes: list[Episode]) -> dict[str, dict]:
+    """Raw units of each metric: rates as (successes, n), means as per-instance values."""
+    turns = [t for e in episodes for t in e.turns]
+    follow_ups = [t for e in episodes for t in e.turns[1:]]
+    per_instance = {
+        "consistency": [_mean([t.consistency or 0.0 for t in e.turns]) for e in episodes],
+        "input_tokens": [_mean([c.input_tokens for c in e.calls]) for e in episodes],
+        "discovery_loops": [_mean([discovery_loops(t) for t in e.turns]) for e in episodes],
+        "model_calls": [_mean([len(t.calls) for t in e.turns]) for e in episodes],
+    }
+    return {
+        "agent_score": {"rate": _rate([turn_passed(t) for t in turns])},
+        "final_answer_accuracy": {"rate": _rate([turn_passed(e.turns[-1]) for e in episodes if e.turns])},
+        "execution_success": {"rate": _rate([t.final_ok for t in turns])},
+        "multi_turn_coherence": {"rate": _rate([turn_passed(t) and bool(t.kept_constraints) for t in follow_ups])},
+        **{name: {"values": [v for v in values if v is not None]} for name, values in per_instance.items()},
+    }
+
+
+def summarise(episodes: list[Episode], seed: int = 0) -> dict[str, dict]:
+    """Each metric's ``value``, ``n`` and 95% ``ci`` (``[low, high]``), rounded for stable JSON.
+
+    A rate with no units (e.g. coherence with no follow-up turns) has ``value`` None.
+    """
+    out = {}
+    for name, raw in metric_values(episodes).items():
+        if "rate" in raw:
+            k, n = raw["rate"]
+            value, ci = (k / n if n else None), wilson(k, n)
+        else:
+            values = raw["values"]
+            n, value, ci = len(values), _mean(values), bootstrap_mean(values, seed)
+        out[name] = {"value": None if value is None else round(value, 6), "n": n,
+                     "ci": [round(ci[0], 6), round(ci[1], 6)]}
+    return out

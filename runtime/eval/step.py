@@ -1,0 +1,126 @@
+"""The ``eval`` step: every arm on the held-out instances, metrics with 95% CIs.
+
+Arms (``eval.arms`` in the recipe):
+
+- ``craft``: the GRPO checkpoint (SFT then GRPO), stripped system prompt;
+- ``sft_only``: the SFT checkpoint, stripped prompt;
+- ``stuffed``: the schema-stuffed baseline: the same base model trained by the same
+  SFT code (``runtime.train.sft.train_sft``) with the same stage settings on
+  ``dataset/stuffed`` (the same accepted trajectories, stuffed system prompt), then
+  evaluated with the stuffed prompt. This step trains it (into ``eval/stuffed_sft``)
+  so the plan needs no extra stage.
+
+Outputs: ``episodes/<arm>.jsonl``, ``eval.json`` (per arm: overall and per split
+``eval_params``, ``eval_phrasings``, ``eval_workflows``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from runtime.agent import AgentTask, HFGenerator, TurnWording, load_tasks, run_episodes
+from runtime.eval.metrics import summarise
+from runtime.eval.scoring import score_episode
+
+__all__ = ["ARM_PROMPTS", "reference_frames", "evaluate_arm", "split_summaries", "run_eval"]
+
+ARM_PROMPTS = {"craft": "stripped", "sft_only": "stripped", "stuffed": "stuffed"}
+SPLIT_ORDER = ("eval_params", "eval_phrasings", "eval_workflows")
+
+
+def reference_frames(tasks: list[AgentTask], sandbox) -> dict[str, list]:
+    """The reference result of every turn of every task (None where the reference fails)."""
+    jobs = [(turn.reference_code, task.params) for task in tasks for turn in task.turns]
+    results = sandbox.run_many(jobs) if hasattr(sandbox, "run_many") else [sandbox.run(*j) for j in jobs]
+    out, it = {}, iter(results)
+    for task in tasks:
+        out[task.id] = [r.result_frame if r.ok else None for r in (next(it) for _ in task.turns)]
+    return out
+
+
+def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], references: dict, system_prompt: str,
+                 sandbox, fmt=None, max_turns: int = 3, wording: TurnWording | None = None,
+                 terms=None, max_new_tokens: int = 256, batch_size: int = 8) -> list:
+    """Greedy episodes of one arm on ``tasks``, scored."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    generate = HFGenerator(model, tokenizer, max_new_tokens=max_new_tokens, batch_size=batch_size)
+    episodes = run_episodes(generate, tasks, system_prompt, sandbox, fmt, max_turns, wording, arm=arm)
+    by_id = {t.id: t for t in tasks}
+    return [score_episode(e, by_id[e.instance_id], references[e.instance_id], terms) for e in episodes]
+
+
+def split_summaries(episodes: list, seed: int = 0) -> dict[str, dict]:
+    """Metrics over all episodes and per held-out split (only splits that have episodes)."""
+    out = {"all": summarise(episodes, seed)}
+    for split in SPLIT_ORDER:
+        chosen = [e for e in episodes if e.split == split]
+        if chosen:
+            out[split] = summarise(chosen, seed)
+    return out
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _stuffed_model(ctx, sft_stage) -> Path:
+    from runtime.step_context import StepError
+    from runtime.train.sft import train_sft
+
+    sft_dir = ctx.input_dir("sft")
+    base = next((p for p in (sft_dir / "base", sft_dir / "base_model") if (p / "config.json").is_file()), None)
+    if base is None:
+        raise StepError(f"the sft step left no base model in {sft_dir}/base; the stuffed baseline must start "
+                        "from the same base model: rerun `craftc run PLAN --only sft`")
+    out = ctx.out_dir / "stuffed_sft"
+    stage = sft_stage.model_dump(mode="json")
+    stage["input"] = "stuffed"
+    train_sft(base, ctx.input_dir("dataset") / "dataset" / "stuffed", out, stage)
+    return out / "final"
+
+
+def run_eval(ctx):
+    """Evaluate every arm of the recipe on the held-out instances."""
+    from runtime.rewards import SchemaTerms
+    from runtime.sandbox import SandboxLimits, SandboxPool
+    from runtime.step_context import StepError, StepResult
+
+    recipe = ctx.plan.recipe
+    dataset = ctx.input_dir("dataset")
+    instances = next((p for p in (dataset / "dataset" / "eval_instances.json", dataset / "eval_instances.json")
+                      if p.is_file()), dataset / "dataset" / "eval_instances.json")
+    tasks = load_tasks(instances)
+    if not tasks:
+        raise StepError(f"{instances} holds no held-out instances; raise `eval {{ holdout ... }}` in the recipe")
+    wording = TurnWording.from_file(ctx.artifact("prompts/turn.md"))
+    prompts = {mode: ctx.artifact(f"prompts/system_{mode}.md").read_text() for mode in ("stripped", "stuffed")}
+    sft_stage = next((s for s in recipe.stages if s.kind == "sft"), None)
+    terms = SchemaTerms.from_schema(recipe.schema_)
+    max_new = max((s.max_new_tokens for s in recipe.stages if s.kind == "grpo"), default=256)
+    models = {"craft": lambda: ctx.input_dir("grpo") / "final", "sft_only": lambda: ctx.input_dir("sft") / "final",
+              "stuffed": lambda: _stuffed_model(ctx, sft_stage)}
+    (ctx.out_dir / "episodes").mkdir(parents=True, exist_ok=True)
+    results = {}
+    with SandboxPool(2, ctx.input_dir("world") / "warehouse.duckdb", SandboxLimits(),
+                     "runtime.world.api:WarehouseApi") as sandbox:
+        references = reference_frames(tasks, sandbox)
+        for arm in recipe.eval.arms:
+            ctx.console.print(f"eval: arm {arm} on {len(tasks)} instances")
+            episodes = evaluate_arm(arm, models[arm](), tasks, references, prompts[ARM_PROMPTS[arm]], sandbox,
+                                    recipe.format, recipe.eval.max_turns, wording, terms, max_new)
+            _write_atomic(ctx.out_dir / "episodes" / f"{arm}.jsonl",
+                          "".join(json.dumps(e.to_dict(), sort_keys=True) + "\n" for e in episodes))
+            results[arm] = split_summaries(episodes, ctx.seed)
+    report = {"arms": list(recipe.eval.arms), "instances": len(tasks), "results": results,
+              "prompts": ARM_PROMPTS, "stuffed_training": "eval step, runtime.train.sft.train_sft on dataset/stuffed"}
+    _write_atomic(ctx.out_dir / "eval.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
+    flat = {f"{arm}.{m}": v["value"] for arm, r in results.items() for m, v in r["all"].items()}
+    return StepResult(metrics=flat, outputs=("eval.json", *[f"episodes/{a}.jsonl" for a in results]))

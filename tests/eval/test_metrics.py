@@ -1,0 +1,117 @@
+"""Evaluation metrics on hand-made trajectories, scored against real reference results."""
+
+import pytest
+
+from runtime.agent import AgentTask, Episode, ExecRecord, ModelCall, UserTurn, run_episodes
+from runtime.eval import discovery_loops, keeps_constraints, required_constraints, summarise, wilson
+from runtime.eval.step import evaluate_arm, reference_frames, split_summaries
+from runtime.rewards import SchemaTerms
+from tests.agent.test_loop import Script
+from tests.agent.warehouse import TOP_CODE, TRAVEL_CODE, assistant, task_dict
+
+from craftc.ir import Entity, EntityKey, Schema
+
+TERMS = SchemaTerms.from_schema(Schema(name="s", version=1, source="s", entities=(
+    Entity(name="Campaign", table="adw.cmp", view="campaign", key=EntityKey(name="id", column="cid")),
+    Entity(name="Advertiser", table="adw.adv", view="advertiser", key=EntityKey(name="id", column="aid")))))
+
+
+def _run(sandbox, replies, n=2):
+    task = AgentTask.from_dict(task_dict(n))
+    refs = reference_frames([task], sandbox)
+    episode = run_episodes(Script(replies), [task], "sys", sandbox, max_turns=3)[0]
+    from runtime.eval import score_episode
+    return score_episode(episode, task, refs[task.id], TERMS), task
+
+
+def test_a_coherent_conversation_keeps_the_earlier_constraint(sandbox):
+    episode, task = _run(sandbox, [assistant("Rank campaigns.", TOP_CODE.format(n=2)),
+                                   assistant("Keep travel advertisers' campaigns.", TRAVEL_CODE.format(n=2))])
+    assert required_constraints(task, 1) == set()      # turn 1 has no filter; `travel` is new in turn 2
+    assert [t.passed for t in episode.turns] == [True, True]
+    assert summarise([episode])["multi_turn_coherence"]["value"] == 1.0
+
+
+def test_an_incoherent_follow_up_fails_coherence(sandbox):
+    # With n=4 the unfiltered ranking includes a retail campaign.
+    episode, _ = _run(sandbox, [assistant("Rank campaigns.", TOP_CODE.format(n=4)),
+                                assistant("Rank campaigns.", TOP_CODE.format(n=4))], n=4)
+    assert episode.turns[1].passed is False
+    assert summarise([episode])["multi_turn_coherence"] == {"value": 0.0, "n": 1, "ci": [0.0, 0.793451]}
+
+
+def test_constraint_retention_requires_earlier_filters_the_reference_keeps():
+    task = AgentTask.from_dict({"instance_id": "c", "workflow": "w", "turns": [
+        {"ask": "travel only", "code": "result = api.query(\"SELECT * FROM a WHERE industry = 'travel'\")"},
+        {"ask": "by week", "code": "result = api.query(\"SELECT week FROM a WHERE industry = 'travel' "
+                                   "AND spend > 10\")"}]})
+    assert required_constraints(task, 1) == {"travel"}
+    assert keeps_constraints("df = api.query(\"SELECT week FROM a WHERE industry = 'travel'\")", {"travel"})
+    assert not keeps_constraints("df = api.query('SELECT week FROM a')", {"travel"})
+
+
+def test_a_plan_code_mismatch_lowers_consistency(sandbox):
+    matched, _ = _run(sandbox, [assistant("Rank campaigns.", TOP_CODE.format(n=2)), "<ANSWER>x</ANSWER>"])
+    mismatched, _ = _run(sandbox, [assistant("Rank advertisers.", TOP_CODE.format(n=2)), "<ANSWER>x</ANSWER>"])
+    assert matched.turns[0].consistency == 1.0
+    assert mismatched.turns[0].consistency == 0.0
+
+
+def test_discovery_loops_count_calls_before_the_first_success(sandbox):
+    explore = "api.list_entities()\napi.describe('campaign')\nresult = api.query('SELECT nme FROM campaign')"
+    episode, _ = _run(sandbox, [assistant("p", explore),
+                                assistant("p", "api.describe('campaign')\n" + TOP_CODE.format(n=2)),
+                                assistant("p", "api.list_entities()\n" + TRAVEL_CODE.format(n=2))])
+    assert [discovery_loops(t) for t in episode.turns] == [3, 1]
+    assert summarise([episode])["discovery_loops"]["value"] == 2.0
+
+
+def test_a_run_that_recovers_from_an_error_passes_with_two_calls(sandbox):
+    episode, _ = _run(sandbox, [assistant("p", "result = 1/0"), assistant("Rank campaigns.", TOP_CODE.format(n=2)),
+                                assistant("Travel only.", TRAVEL_CODE.format(n=2))])
+    first = episode.turns[0]
+    assert [c.exec.ok for c in first.calls] == [False, True] and first.passed
+    summary = summarise([episode])
+    assert summary["agent_score"]["value"] == 1.0
+    assert summary["model_calls"]["value"] == 1.5
+    assert summary["execution_success"]["value"] == 1.0
+
+
+def test_input_tokens_are_the_mean_per_model_call():
+    turn = UserTurn(0, "q", [ModelCall(100, ""), ModelCall(300, "")])
+    episode = Episode("e", turns=[turn])
+    assert summarise([episode])["input_tokens"]["value"] == 200.0
+
+
+def test_wilson_interval_matches_the_textbook_value():
+    low, high = wilson(8, 10)
+    assert (round(low, 4), round(high, 4)) == (0.4902, 0.9433)
+
+
+def test_bootstrap_intervals_are_seeded():
+    episodes = [Episode(str(i), turns=[UserTurn(0, "q", [ModelCall(10 * i, "")])]) for i in range(1, 9)]
+    assert summarise(episodes, seed=3) == summarise(episodes, seed=3)
+    low, high = summarise(episodes, seed=3)["input_tokens"]["ci"]
+    assert low < 45.0 < high
+
+
+def test_splits_are_summarised_separately():
+    a = Episode("a", split="eval_params", turns=[UserTurn(0, "q", [ModelCall(10, "")], final_ok=True, passed=True)])
+    b = Episode("b", split="eval_workflows", turns=[UserTurn(0, "q", [ModelCall(30, "")])])
+    out = split_summaries([a, b])
+    assert set(out) == {"all", "eval_params", "eval_workflows"}
+    assert out["eval_params"]["agent_score"]["value"] == 1.0
+    assert out["eval_workflows"]["agent_score"]["value"] == 0.0
+
+
+def test_evaluate_arm_with_a_real_tiny_model(sandbox, tiny_model, tmp_path):
+    model, tok = tiny_model
+    model.save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    tasks = [AgentTask.from_dict(task_dict(n, f"t{n}")) for n in (2, 3)]
+    refs = reference_frames(tasks, sandbox)
+    episodes = evaluate_arm("sft_only", tmp_path / "m", tasks, refs, "sys", sandbox, max_turns=1,
+                            terms=TERMS, max_new_tokens=8)
+    summary = summarise(episodes)
+    assert summary["agent_score"]["n"] == 4 and summary["input_tokens"]["value"] > 0
+    assert all(e.arm == "sft_only" for e in episodes)
