@@ -66,7 +66,7 @@ def build_daily_stat(ctx: WorldContext, entity) -> pd.DataFrame:
 def _daily_measures(ctx: WorldContext, rows: pd.DataFrame, ad: pd.DataFrame, typical: float) -> pd.DataFrame:
     rng, n = ctx.rng("DailyStat", "measures"), len(rows)
     channel = ad["channel"].to_numpy()
-    weekday = pd.DatetimeIndex(rows["date"]).dayofweek.to_numpy()
+    weekday = pd.DatetimeIndex(rows["date"]).day_of_week.to_numpy()
     weight = ad["weight"].to_numpy() / typical
     lam = 250 * weight ** 0.5 * d.WEEKDAY_FACTOR[weekday] * rng.lognormal(0, 0.5, n)
     impressions = np.maximum(rng.poisson(np.minimum(lam, 5e7)), 1)
