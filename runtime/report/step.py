@@ -1,0 +1,86 @@
+"""The ``report`` step: ``report.md``, ``report.json``, a rich table and PNG plots."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from runtime.report.plots import plot_metric_bars, plot_training_curves
+from runtime.report.table import build_table, markdown_table
+
+__all__ = ["build_report", "rich_table", "run_report"]
+
+SPLITS = ("all", "eval_params", "eval_phrasings", "eval_workflows")
+
+
+def build_report(eval_json: dict, run_dir: Path | None = None) -> dict:
+    """The report as data: one table per split, GRPO before/after when present."""
+    results = eval_json["results"]
+    tables = {s: build_table(results, split=s) for s in SPLITS if any(s in r for r in results.values())}
+    report = {"instances": eval_json.get("instances"), "arms": eval_json.get("arms", list(results)),
+              "baseline": "stuffed", "tables": tables}
+    summary = Path(run_dir) / "grpo" / "grpo_summary.json" if run_dir else None
+    if summary and summary.is_file():
+        data = json.loads(summary.read_text())
+        report["grpo"] = {k: data.get(k) for k in ("steps", "before", "after", "reward_weights", "aggregate")}
+    return report
+
+
+def render_markdown(report: dict) -> str:
+    parts = ["# craft results\n", f"{report['instances']} held-out instances; baseline: `stuffed` "
+             "(full schema DDL in every prompt). Rates with 95% Wilson intervals and deltas in "
+             "percentage points; costs with 95% bootstrap intervals and ratios to the baseline.\n"]
+    for split, table in report["tables"].items():
+        parts += [f"\n## {split}\n\n", markdown_table(table)]
+    if "grpo" in report:
+        g = report["grpo"]
+        parts.append(f"\n## GRPO on training prompts ({g['steps']} steps)\n\n| | R_total | execution success |\n"
+                     "| --- | --- | --- |\n")
+        for when in ("before", "after"):
+            m = g.get(when) or {}
+            parts.append(f"| {when} | {m.get('total', float('nan')):.3f} | {m.get('exec_success', float('nan')):.3f} |\n")
+    return "".join(parts)
+
+
+def rich_table(table: dict):
+    """The ``all`` table for the terminal."""
+    from rich.table import Table
+
+    from runtime.report.table import _cell_text
+
+    out = Table(title=f"craft results ({table['split']}) vs {table['baseline']}")
+    out.add_column("Metric")
+    for arm in table["arms"]:
+        out.add_column(arm, justify="right")
+    for row in table["rows"]:
+        out.add_row(row["label"], *[_cell_text(row["arms"][a], row["kind"]) for a in table["arms"]])
+    return out
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def run_report(ctx):
+    """Render the eval results as a table (terminal, Markdown, JSON) and plots."""
+    from runtime.step_context import StepError, StepResult
+
+    eval_path = ctx.input_dir("eval") / "eval.json"
+    try:
+        eval_json = json.loads(eval_path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise StepError(f"cannot read {eval_path} ({exc}); rerun `craftc run PLAN --only eval`") from None
+    report = build_report(eval_json, ctx.run_dir)
+    out = Path(ctx.out_dir)
+    plots = plot_metric_bars(report["tables"]["all"], out) + plot_training_curves(Path(ctx.run_dir), out)
+    report["plots"] = plots
+    _write_atomic(out / "report.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
+    _write_atomic(out / "report.md", render_markdown(report))
+    ctx.console.print(rich_table(report["tables"]["all"]))
+    rows = {r["metric"]: r for r in report["tables"]["all"]["rows"]}
+    metrics = {f"{m}_ratio_{arm}": rows[m]["arms"][arm].get("ratio")
+               for m in ("input_tokens", "discovery_loops") for arm in report["arms"] if arm != "stuffed"}
+    return StepResult(metrics=metrics, outputs=("report.md", "report.json", *plots))

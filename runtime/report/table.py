@@ -1,0 +1,72 @@
+"""The results table: each arm's figures and its deltas against the stuffed baseline.
+
+Rates get deltas in percentage points; cost metrics (input tokens, discovery loops)
+get ratios, next to the published ratios (input tokens 0.11x, discovery loops 0.20x).
+"""
+
+from __future__ import annotations
+
+__all__ = ["PUBLISHED_RATIOS", "ROWS", "build_table", "markdown_table"]
+
+PUBLISHED_RATIOS = {"input_tokens": 0.11, "discovery_loops": 0.20}
+# (metric, label, kind): kind "rate" shows % and a delta in pp; "cost" shows a ratio.
+ROWS = (
+    ("agent_score", "Agent score", "rate"),
+    ("final_answer_accuracy", "Final-answer accuracy", "rate"),
+    ("execution_success", "Execution success", "rate"),
+    ("consistency", "Plan/code consistency", "rate"),
+    ("multi_turn_coherence", "Multi-turn coherence", "rate"),
+    ("input_tokens", "Input tokens / call", "cost"),
+    ("discovery_loops", "Discovery loops / turn", "cost"),
+)
+
+
+def build_table(eval_results: dict, baseline: str = "stuffed", split: str = "all") -> dict:
+    """Rows of ``{metric, label, kind, arms: {arm: {value, ci, delta_pp | ratio}}}``."""
+    arms = list(eval_results)
+    rows = []
+    for metric, label, kind in ROWS:
+        base = eval_results.get(baseline, {}).get(split, {}).get(metric, {}).get("value")
+        cells = {}
+        for arm in arms:
+            cell = dict(eval_results[arm].get(split, {}).get(metric, {"value": None, "ci": [0, 0], "n": 0}))
+            value = cell.get("value")
+            if arm != baseline and value is not None and base is not None:
+                if kind == "rate":
+                    cell["delta_pp"] = round(100 * (value - base), 2)
+                else:
+                    cell["ratio"] = round(value / base, 4) if base else None
+            cells[arm] = cell
+        row = {"metric": metric, "label": label, "kind": kind, "arms": cells}
+        if metric in PUBLISHED_RATIOS:
+            row["published_ratio"] = PUBLISHED_RATIOS[metric]
+        rows.append(row)
+    return {"baseline": baseline, "split": split, "arms": arms, "rows": rows}
+
+
+def _cell_text(cell: dict, kind: str) -> str:
+    value = cell.get("value")
+    if value is None:
+        return "n/a"
+    low, high = cell.get("ci", [0, 0])
+    if kind == "rate":
+        text = f"{100 * value:.1f}% [{100 * low:.1f}, {100 * high:.1f}]"
+        if "delta_pp" in cell:
+            text += f" ({cell['delta_pp']:+.1f} pp)"
+    else:
+        text = f"{value:.1f} [{low:.1f}, {high:.1f}]"
+        if cell.get("ratio") is not None:
+            text += f" ({cell['ratio']:.2f}x)"
+    return text
+
+
+def markdown_table(table: dict) -> str:
+    """The table as Markdown, one column per arm, plus the published ratio column."""
+    arms = table["arms"]
+    head = "| Metric | " + " | ".join(arms) + " | Published |"
+    lines = [head, "|" + " --- |" * (len(arms) + 2)]
+    for row in table["rows"]:
+        published = f"{row['published_ratio']:.2f}x" if "published_ratio" in row else ""
+        lines.append(f"| {row['label']} | " + " | ".join(_cell_text(row["arms"][a], row["kind"]) for a in arms)
+                     + f" | {published} |")
+    return "\n".join(lines) + "\n"

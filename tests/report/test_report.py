@@ -1,0 +1,69 @@
+"""The results table, its deltas and ratios against the stuffed baseline, and the report step."""
+
+import json
+
+from rich.console import Console
+
+from craftc.ir import Plan, Recipe, Schema
+from runtime.report import build_table, markdown_table, run_report
+from runtime.step_context import StepContext
+
+
+def _metric(value, ci, n=10):
+    return {"value": value, "ci": ci, "n": n}
+
+
+def _arm(score, tokens, loops):
+    return {"all": {"agent_score": _metric(score, [score - 0.1, score + 0.1]),
+                    "input_tokens": _metric(tokens, [tokens - 5, tokens + 5]),
+                    "discovery_loops": _metric(loops, [0.0, loops + 1])},
+            "eval_params": {"agent_score": _metric(score, [0.0, 1.0])}}
+
+
+EVAL = {"arms": ["craft", "sft_only", "stuffed"], "instances": 10,
+        "results": {"craft": _arm(0.6, 110.0, 0.5), "sft_only": _arm(0.5, 110.0, 1.0),
+                    "stuffed": _arm(0.45, 1000.0, 2.5)}}
+
+
+def test_rates_get_pp_deltas_and_costs_get_ratios_against_stuffed():
+    table = build_table(EVAL["results"])
+    rows = {r["metric"]: r for r in table["rows"]}
+    assert rows["agent_score"]["arms"]["craft"]["delta_pp"] == 15.0
+    assert rows["input_tokens"]["arms"]["craft"]["ratio"] == 0.11
+    assert rows["input_tokens"]["published_ratio"] == 0.11
+    assert rows["discovery_loops"]["arms"]["craft"]["ratio"] == 0.2
+    assert "delta_pp" not in rows["agent_score"]["arms"]["stuffed"]
+
+
+def test_markdown_table_reads_like_a_results_table():
+    text = markdown_table(build_table(EVAL["results"]))
+    assert text.splitlines()[0] == "| Metric | craft | sft_only | stuffed | Published |"
+    assert "| Agent score | 60.0% [50.0, 70.0] (+15.0 pp) |" in text
+    assert "| Input tokens / call | 110.0 [105.0, 115.0] (0.11x) |" in text
+    assert "n/a" in text          # metrics the eval did not produce are shown, not dropped
+
+
+def test_report_step_writes_markdown_json_and_plots(tmp_path):
+    run = tmp_path / "run"
+    (run / "eval").mkdir(parents=True)
+    (run / "eval" / "manifest.json").write_text("{}")
+    (run / "eval" / "eval.json").write_text(json.dumps(EVAL))
+    (run / "grpo").mkdir()
+    (run / "grpo" / "metrics.jsonl").write_text(
+        "".join(json.dumps({"step": s, "reward": 0.1 * s, "rewards/outcome/mean": 0.05 * s}) + "\n" for s in (1, 2)))
+    (run / "grpo" / "grpo_summary.json").write_text(json.dumps(
+        {"steps": 2, "before": {"total": 0.1, "exec_success": 0.0}, "after": {"total": 0.2, "exec_success": 0.5}}))
+    plan = Plan(craftc_version="0", recipe=Recipe(name="r", schema=Schema(name="s", version=1, source="s")))
+    outputs = []
+    for n in (1, 2):
+        out = tmp_path / f"out{n}"
+        out.mkdir()
+        ctx = StepContext(plan, tmp_path, run, out, Console(file=open(tmp_path / "log", "w"), width=200), 0)
+        result = run_report(ctx)
+        outputs.append({p: (out / p).read_bytes() for p in result.outputs})
+    assert result.metrics["input_tokens_ratio_craft"] == 0.11
+    assert {"report.md", "report.json", "metric_agent_score.png", "training_grpo_reward.png"} <= set(outputs[0])
+    assert outputs[0] == outputs[1]                      # same inputs, same bytes (plots included)
+    md = outputs[0]["report.md"].decode()
+    assert "## eval_params" in md and "| after | 0.200 | 0.500 |" in md
+    assert json.loads(outputs[0]["report.json"])["grpo"]["steps"] == 2
