@@ -250,6 +250,7 @@ def make_instances(
     seed: int,
     per_workflow: int,
     solution_root: str | Path = ".",
+    solution_sources: Mapping[str, str | Path] | None = None,
 ) -> list[Instance]:
     """Instantiate every workflow of a recipe ``per_workflow`` times.
 
@@ -259,12 +260,15 @@ def make_instances(
         seed: Instances are a pure function of this seed, the recipe and the warehouse.
         per_workflow: How many instances per workflow.
         solution_root: Directory the turns' ``solution`` paths are relative to (the plan
-            dir in a run, the recipe's directory when working on a recipe).
+            dir in a run).
+        solution_sources: Plan-dir solution path -> source file, as the front end's
+            ``LoadResult.solution_sources`` gives it; takes precedence over the root.
 
     Returns:
         Instances ordered by workflow (recipe order) then index; ids are ``<workflow>-<index>``.
     """
     root = Path(solution_root)
+    sources = {key: Path(value) for key, value in (solution_sources or {}).items()}
     texts: dict[str, str] = {}
     cache: dict = {}
     instances = []
@@ -273,7 +277,7 @@ def make_instances(
         for index in range(per_workflow):
             params = _distinct_params(workflow, seed, index, con, recipe.schema_, cache, used)
             turns = tuple(
-                _render_turn(workflow, turn_index, index, params, recipe.eval, root, texts)
+                _render_turn(workflow, turn_index, index, params, recipe.eval, root, sources, texts)
                 for turn_index in range(len(workflow.turns))
             )
             instances.append(Instance(workflow.name, f"{workflow.name}-{index:04d}", params, turns))
@@ -292,10 +296,10 @@ def _distinct_params(workflow, seed, index, con, schema, cache, used: set[str]) 
     return params
 
 
-def _render_turn(workflow, turn_index, index, params, eval_spec, root: Path, texts) -> InstanceTurn:
+def _render_turn(workflow, turn_index, index, params, eval_spec, root: Path, sources, texts) -> InstanceTurn:
     turn = workflow.turns[turn_index]
     phrasing = _phrasing_for(index, workflow, len(turn.asks), eval_spec)
-    path = Path(turn.solution) if Path(turn.solution).is_absolute() else root / turn.solution
+    path = sources.get(turn.solution) or root / turn.solution
     key = str(path)
     if key not in texts:
         texts[key] = load_solution_text(path)

@@ -1,0 +1,12 @@
+"""
+Count conversions and their value per conversion category over the last ${days} days.
+"""
+sql = """
+SELECT act.category, count(*) AS conversions, sum(conv.value) AS value
+FROM conversion conv
+JOIN conversion_action act ON act.id = conv.conversion_action_id
+WHERE conv.converted_at > (SELECT max(converted_at) FROM conversion) - INTERVAL (${days}) DAY
+GROUP BY act.category
+ORDER BY act.category
+"""
+result = api.query(sql)

@@ -1,0 +1,34 @@
+"""
+Next to the amount invoiced to the advertiser per month over the last ${months}
+invoiced months, show the spend reported for the same months and the difference.
+"""
+invoiced = api.query(
+    """
+    WITH recent AS (SELECT DISTINCT month FROM invoice ORDER BY month DESC LIMIT ${months})
+    SELECT i.month, sum(i.amount) AS invoiced
+    FROM invoice i
+    JOIN account acc ON acc.id = i.account_id
+    JOIN advertiser a ON a.id = acc.advertiser_id
+    WHERE a.name = ? AND i.month IN (SELECT month FROM recent)
+    GROUP BY i.month
+    """,
+    [${advertiser}],
+)
+spend = api.query(
+    """
+    SELECT date_trunc('month', s.date) AS month, sum(s.cost) AS spend
+    FROM daily_stat s
+    JOIN ad ON ad.id = s.ad_id
+    JOIN ad_group g ON g.id = ad.ad_group_id
+    JOIN campaign c ON c.id = g.campaign_id
+    JOIN advertiser a ON a.id = c.advertiser_id
+    WHERE a.name = ?
+    GROUP BY 1
+    """,
+    [${advertiser}],
+)
+invoiced["month"] = pd.to_datetime(invoiced["month"])
+spend["month"] = pd.to_datetime(spend["month"])
+monthly = invoiced.merge(spend, on="month", how="left").fillna({"spend": 0.0})
+monthly["difference"] = monthly["invoiced"] - monthly["spend"]
+result = monthly.sort_values("month").reset_index(drop=True)

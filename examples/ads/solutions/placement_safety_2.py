@@ -1,0 +1,14 @@
+"""
+Break display and video spend over the last ${days} days of reporting down by site
+category, counting only sites that passed brand-safety review.
+"""
+sql = """
+SELECT site.category, sum(s.cost) AS spend
+FROM daily_stat s
+JOIN placement p ON p.id = s.placement_id
+JOIN site ON site.id = p.site_id
+WHERE s.date > (SELECT max(date) FROM daily_stat) - ${days} AND site.is_brand_safe
+GROUP BY site.category
+ORDER BY spend DESC, site.category
+"""
+result = api.query(sql)
