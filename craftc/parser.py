@@ -104,9 +104,20 @@ def _expected_list(expected: set[str]) -> str:
 _OPEN_HEADER = re.compile(r"([A-Za-z_][\w ]*?)\s*$")
 
 
+def _indent_at(text: str, offset: int) -> int:
+    line_start = text.rfind("\n", 0, offset) + 1
+    line = text[line_start:]
+    return len(line) - len(line.lstrip(" \t"))
+
+
 def _unclosed_block(text: str, upto: int) -> tuple[int, str] | None:
-    """The offset and header (e.g. ``stage sft``) of the innermost `{` open at ``upto``."""
+    """The offset and header (e.g. ``stage sft``) of the `{` that most likely lacks its `}`.
+
+    That is the first block closed by a `}` indented differently from the block's own
+    line (the `}` was meant for an outer block), or else the innermost block still open.
+    """
     stack: list[int] = []
+    suspect: int | None = None
     i, n = 0, min(upto, len(text))
     while i < n:
         ch = text[i]
@@ -127,11 +138,15 @@ def _unclosed_block(text: str, upto: int) -> tuple[int, str] | None:
         if ch == "{":
             stack.append(i)
         elif ch == "}" and stack:
-            stack.pop()
+            opener = stack.pop()
+            own_line = text[text.rfind("\n", 0, i) + 1:i].strip() == ""
+            if suspect is None and own_line and text.count("\n", opener, i) and \
+                    _indent_at(text, i) != _indent_at(text, opener):
+                suspect = opener
         i += 1
     if not stack:
         return None
-    start = stack[-1]
+    start = suspect if suspect is not None else stack[-1]
     line_start = text.rfind("\n", 0, start) + 1
     match = _OPEN_HEADER.search(text[line_start:start])
     header = " ".join(match.group(1).split()) if match else "block"
@@ -203,12 +218,12 @@ def _unexpected_token(err: UnexpectedToken, text: str, file: str) -> Diagnostic:
     expected = set(err.expected or ())
     history = list(getattr(err, "token_history", None) or [])
     previous = history[-1] if history else None
-    if expected and expected <= (_VALUE_TERMINALS | {"LBRACE"}) and previous is not None:
-        return Diagnostic("E005", "error", f"expected a value after `{previous}`", span,
-                          f"write a value, e.g. `{previous} 3`, or remove `{previous}`")
     if expected == {"STRING"} and previous is not None:
         return Diagnostic("E005", "error", f"expected a string after `{previous}`", span,
                           f'write `{previous} "..."`')
+    if expected and expected <= (_VALUE_TERMINALS | {"LBRACE"}) and previous is not None:
+        return Diagnostic("E005", "error", f"expected a value after `{previous}`", span,
+                          f"write a value, e.g. `{previous} 3`, or remove `{previous}`")
     if tok.type == "RBRACE" and "RBRACE" not in expected:
         return Diagnostic("E005", "error", "unexpected `}`", span,
                           f"expected {_expected_list(expected)} before `}}`; "

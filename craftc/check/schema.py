@@ -60,8 +60,9 @@ def _check_entity(e: EntityDecl, entities: dict, sink: DiagnosticSink) -> None:
         undocumented = [r for r in refs if not r.doc]
         if len(refs) > 1 and undocumented:
             names = ", ".join(f"`{r.name}`" for r in refs)
+            # Reported at the second link: the one that makes the first ambiguous.
             sink.warning("W111", f"ambiguous links from `{e.name}` to `{target}`: {names}",
-                         undocumented[0].name_span,
+                         refs[1].name_span,
                          f'give each ref a doc string: `ref {undocumented[0].name} -> {target} '
                          '"what this link means"`')
 
