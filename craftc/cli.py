@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from craftc.version import __version__
 
 __all__ = ["main", "build_parser"]
 
+_RECIPE_DECL = re.compile(r"^\s*recipe\s+\w+\s*\{", re.MULTILINE)
 STEPS = ("world", "distill", "gate", "dataset", "sft", "grpo", "eval", "report")
 
 
@@ -32,7 +34,8 @@ def _recipes_under(folder: Path) -> list[Path]:
     if not folder.is_dir():
         raise UserError(f"no recipe given and `{folder}` does not exist; "
                         "run `craftc compile RECIPE` or create recipes/NAME.craft")
-    recipes = sorted(folder.glob("*.craft"))
+    # A schema spec may sit next to the recipes; only files that declare a recipe compile.
+    recipes = [p for p in sorted(folder.glob("*.craft")) if _RECIPE_DECL.search(p.read_text(errors="replace"))]
     if not recipes:
         raise UserError(f"no recipe given and no .craft file in `{folder}`; run `craftc compile RECIPE`")
     return recipes

@@ -10,6 +10,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from craftc.ir import Plan
+
 __all__ = ["DiffInputError", "CompileFailed", "PlanSide", "read_plan_dir", "load_side", "recipe_at_rev", "load_rev_side"]
 
 # Files a recipe or schema spec names: `uses schema "..."` and `solution "..."`.
@@ -48,8 +52,13 @@ def read_plan_dir(path: str | os.PathLike, label: str | None = None) -> PlanSide
         plan = json.loads(plan_file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DiffInputError(f"`{plan_file}` is not valid JSON ({exc}); recompile the recipe") from None
-    if not isinstance(plan, dict) or not isinstance(plan.get("recipe"), dict):
-        raise DiffInputError(f"`{plan_file}` does not hold a plan; recompile the recipe")
+    try:
+        Plan.model_validate(plan)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the top level"
+        raise DiffInputError(f"`{plan_file}` is not a plan this craftc can read (at `{where}`: {first['msg']}); "
+                             "recompile the recipe with this craftc") from None
     files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
     return PlanSide(label or str(path), plan, files)
 
