@@ -89,6 +89,10 @@ class _Worker:
 def _failure(reply: dict, limits: SandboxLimits) -> tuple[str, str]:
     """Name what happened to a job process that did not report."""
     failure, sig, cpu_s = reply.get("failure"), reply.get("signal"), reply.get("cpu_s", 0.0)
+    if failure == "Timeout" and cpu_s >= limits.cpu_s:
+        # Over its CPU budget already (SIGXCPU ignored, hard kill not yet due):
+        # on a loaded host the wall clock simply fired first.
+        return "CpuLimit", f"used {cpu_s:.1f} s of CPU (limit {limits.cpu_s} s) before the wall-clock kill"
     if failure == "Timeout":
         return "Timeout", f"killed after the {limits.wall_timeout_s:g} s wall-clock limit"
     if failure == "OutputLimit":
