@@ -24,7 +24,8 @@ def outcome_reward(turn, passed: bool | None, step_rewards: bool = True) -> floa
 
     Example:
         >>> from runtime.agent import UserTurn, ModelCall, ExecRecord
-        >>> t = UserTurn(0, "q", [ModelCall(5, "", exec=ExecRecord(False)), ModelCall(5, "", exec=ExecRecord(True))])
+        >>> t = UserTurn(0, "q", [ModelCall(5, "", exec=ExecRecord(False)), ModelCall(5, "", exec=ExecRecord(True))],
+        ...              final_ok=True)
         >>> outcome_reward(t, passed=True)
         0.875
     """
