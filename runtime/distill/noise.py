@@ -160,9 +160,16 @@ def _missing_filter(turn: Turn3, ctx: NoiseContext, rng: random.Random) -> Turn3
         where = tree.find(exp.Where)
         if where is None:
             continue
-        condition = where.this
-        if isinstance(condition, exp.And):
-            condition.replace(rng.choice([condition.left, condition.right]))
+        # Conditions bound to `?` placeholders stay: dropping one would break the
+        # argument count, an execution error rather than the silent wrong answer wanted.
+        conditions = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
+        droppable = [c for c in conditions if not c.find(exp.Placeholder)]
+        if not droppable:
+            continue
+        dropped = rng.choice(droppable)
+        kept = [c for c in conditions if c is not dropped]
+        if kept:
+            where.set("this", exp.and_(*kept))
         else:
             where.pop()
         source = turn.code[literal.start:literal.end]

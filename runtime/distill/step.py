@@ -153,12 +153,20 @@ def gate_candidates(recipe, instances: list[dict], candidates: list[dict], pool,
         instance = by_id[c["instance_id"]]
         jobs[(c["instance_id"], c["turn"])] = (instance["turns"][c["turn"]]["code"], instance["params"])
     failed_refs = gate.run_references(jobs)
-    cases = []
+    unusable = dict(failed_refs)
+    for key, result in gate.references.items():
+        if result.ok and result.result_rows == 0:
+            unusable[key] = "the reference solution returns no rows for these params"
+    cases, skipped = [], []
     for c in candidates:
+        key = (c["instance_id"], c["turn"])
+        if key in unusable:
+            skipped.append({"candidate_id": c["candidate_id"], "reason": unusable[key]})
+            continue
         instance = by_id[c["instance_id"]]
         turn = InstanceTurn.from_dict(instance["turns"][c["turn"]])
         cases.append(GateCase(c["candidate_id"], c["instance_id"], c["turn"], c["text"], turn.ask,
-                              instance["params"], turn.expectations))
+                              relevant_params(turn.code, instance["params"]), turn.expectations))
     outcomes = []
     with Progress(console=console, transient=True, disable=console is None) as progress:
         task = progress.add_task("Tri-Gate", total=len(cases))
@@ -166,7 +174,19 @@ def gate_candidates(recipe, instances: list[dict], candidates: list[dict], pool,
             chunk = cases[start:start + GATE_CHUNK]
             outcomes += [o.to_dict() for o in gate.run(chunk)]
             progress.advance(task, len(chunk))
-    return outcomes, {f"{k[0]}/t{k[1] + 1}": v for k, v in failed_refs.items()}
+    return outcomes, {"instance_turns": {f"{k[0]}/t{k[1] + 1}": v for k, v in sorted(unusable.items())},
+                      "candidates": len(skipped)}
+
+
+def relevant_params(reference_code: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The params this turn's reference code uses (a conversation's first turn may not
+    use a param that a later turn introduces)."""
+    from runtime.distill.judges import JudgeCase, PromptParamsJudge
+    from runtime.distill.vocabulary import SchemaVocabulary
+
+    judge = PromptParamsJudge(SchemaVocabulary())
+    return {name: value for name, value in params.items()
+            if judge.judge(JudgeCase("", "", reference_code, {name: value})).passed}
 
 
 def run_gate(ctx: StepContext) -> StepResult:
@@ -189,7 +209,7 @@ def run_gate(ctx: StepContext) -> StepResult:
     wall = time.monotonic() - started
     by_id = {c["candidate_id"]: c for c in candidates}
     funnel = build_funnel(outcomes, by_id, recipe.gates.order)
-    funnel["reference_failures"] = failed_refs
+    funnel["skipped"] = failed_refs
     accepted = [{**by_id[o["candidate_id"]], "execution": o["execution"]} for o in outcomes if o["accepted"]]
     _write_jsonl(ctx.out_dir / "outcomes.jsonl", outcomes)
     _write_jsonl(ctx.out_dir / "accepted.jsonl", accepted)
@@ -200,7 +220,7 @@ def run_gate(ctx: StepContext) -> StepResult:
     per_gate = {g["gate"]: g["rejected"] for g in funnel["gates"]}
     metrics = {"candidates": len(outcomes), "accepted": len(accepted), "rejected_per_gate": per_gate,
                "candidates_per_s": round(len(outcomes) / wall, 1) if wall else None,
-               "reference_failures": len(failed_refs)}
+               "skipped_unusable_reference": failed_refs["candidates"]}
     if "confusion" in funnel:
         metrics["corrupted_rejected_rate"] = funnel["confusion"]["corrupted_rejected_rate"]
         metrics["clean_rejected_rate"] = funnel["confusion"]["clean_rejected_rate"]

@@ -68,7 +68,10 @@ class SchemaVocabulary:
         for entity in schema.entities:
             refs = [f"{r.name}_id".lower() for other in schema.entities for r in other.refs
                     if r.target == entity.name]
-            vocab.entity_names[entity.name] = (entity.view.lower(), *refs)
+            # "clicks" in a plan may mean the entity or a daily_stat column of that name:
+            # either counts as reading it.
+            words = split_camel(entity.name).replace(" ", "_")
+            vocab.entity_names[entity.name] = (entity.view.lower(), *refs, words, words + "s")
         for metric in schema.metrics:
             phrases = {metric.name.lower(), split_camel(metric.name)}
             if metric.doc:

@@ -1,0 +1,70 @@
+"""One seeded distillation of the mini ads recipe, shared by the pipeline tests.
+
+The recipe (fixtures/mini_ads.craft) uses the real ads schema and the ads example
+solutions; the plan is compiled with the real compiler and the warehouse built by
+the real world generator, so these tests exercise the steps exactly as a run does.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SEED = 7
+
+
+def _run_step(plan, plan_dir: Path, run_dir: Path, name: str):
+    from runtime.distill import step
+    from runtime.step_context import StepContext
+
+    out = run_dir / f".{name}.partial"
+    out.mkdir(parents=True)
+    ctx = StepContext(plan, plan_dir, run_dir, out, Console(file=open("/dev/null", "w")), SEED)
+    result = getattr(step, f"run_{name}")(ctx)
+    out.rename(run_dir / name)
+    (run_dir / name / "manifest.json").write_text(json.dumps({"metrics": result.metrics}, default=str))
+    return result
+
+
+@pytest.fixture(scope="session")
+def compiled(tmp_path_factory):
+    """(plan, plan_dir, run_dir) with the world step's warehouse in place."""
+    from craftc.emit.binding_sql import binding_sql
+    from craftc.emit.compile import compile_to_dir
+    from craftc.ir import Plan
+    from runtime.world.generate import generate_warehouse
+
+    root = tmp_path_factory.mktemp("mini_ads")
+    plan_dir = root / "plan"
+    compile_to_dir(FIXTURES / "mini_ads.craft", plan_dir)
+    plan = Plan.model_validate_json((plan_dir / "plan.json").read_text())
+    run_dir = root / "run"
+    world = run_dir / "world"
+    world.mkdir(parents=True)
+    generate_warehouse(plan.recipe.schema_, world / "warehouse.duckdb", SEED, 1.0, binding_sql(plan.recipe.schema_))
+    (world / "manifest.json").write_text("{}")
+    return plan, plan_dir, run_dir
+
+
+@pytest.fixture(scope="session")
+def distilled(compiled):
+    """The run dir after the distill, gate and dataset steps, and their results."""
+    plan, plan_dir, run_dir = compiled
+    results = {name: _run_step(plan, plan_dir, run_dir, name) for name in ("distill", "gate", "dataset")}
+    return run_dir, results
+
+
+@pytest.fixture
+def fresh_run_dir(compiled, tmp_path):
+    """A copy of the run dir with only the world step, for tests that rerun steps."""
+    plan, plan_dir, run_dir = compiled
+    copy = tmp_path / "run"
+    (copy / "world").mkdir(parents=True)
+    for name in ("warehouse.duckdb", "manifest.json"):
+        shutil.copy(run_dir / "world" / name, copy / "world" / name)
+    return plan, plan_dir, copy

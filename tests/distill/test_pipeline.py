@@ -1,0 +1,95 @@
+"""The seeded synthetic distillation: noise is caught by the gate meant for it, clean
+candidates pass, and the datasets hold what the sft and eval steps read."""
+
+from __future__ import annotations
+
+import json
+
+from runtime.distill.noise import INTENDED_GATE, NOISE_KINDS
+
+from conftest import SEED, _run_step
+
+
+def _funnel(run_dir):
+    return json.loads((run_dir / "gate" / "funnel.json").read_text())
+
+
+def test_corrupted_candidates_are_rejected_and_clean_ones_pass(distilled):
+    run_dir, _ = distilled
+    confusion = _funnel(run_dir)["confusion"]
+    print(f"\ncorrupted rejected: {confusion['corrupted_rejected']}/{confusion['corrupted']} "
+          f"({confusion['corrupted_rejected_rate']:.1%}); clean rejected: {confusion['clean_rejected_rate']:.1%} "
+          f"of {confusion['clean']}")
+    assert confusion["corrupted"] >= 100
+    assert confusion["corrupted_rejected_rate"] >= 0.95
+    assert confusion["clean"] >= 50
+    assert confusion["clean_rejected_rate"] <= 0.02
+
+
+def test_each_noise_kind_is_caught_by_its_intended_gate(distilled):
+    run_dir, _ = distilled
+    rows = {row["kind"]: row for row in _funnel(run_dir)["confusion"]["rows"]}
+    assert set(NOISE_KINDS) <= set(rows), "every noise kind occurs in a seeded run"
+    for kind in NOISE_KINDS:
+        row = rows[kind]
+        caught = row["would"][INTENDED_GATE[kind]] / row["total"]
+        print(f"{kind:22s} {row['total']:3d}  first {row['first']}  intended {INTENDED_GATE[kind]} {caught:.0%}")
+        assert caught >= 0.85, f"{kind}: only {caught:.0%} caught by the {INTENDED_GATE[kind]} gate"
+    for kind in NOISE_KINDS:
+        if INTENDED_GATE[kind] != "judge" or kind == "params_ignored":
+            continue
+        assert rows[kind]["first"]["judge"] >= 0.85 * rows[kind]["total"], f"{kind} reaches the judge gate"
+
+
+def test_funnel_counts_add_up_and_markdown_is_written(distilled):
+    run_dir, results = distilled
+    funnel = _funnel(run_dir)
+    gates = funnel["gates"]
+    assert [g["gate"] for g in gates] == ["execution", "output", "judge"]
+    assert gates[0]["entered"] == funnel["candidates"]
+    for before, after in zip(gates, gates[1:]):
+        assert after["entered"] == before["passed"]
+    assert gates[-1]["passed"] == funnel["accepted"] == results["gate"].metrics["accepted"]
+    assert sum(g["rejected"] for g in gates) + funnel["accepted"] == funnel["candidates"]
+    markdown = (run_dir / "gate" / "funnel.md").read_text()
+    assert "| execution |" in markdown and "ddl_leak" in markdown
+
+
+def test_dataset_round_trips_in_both_modes(distilled):
+    from datasets import load_from_disk
+
+    run_dir, results = distilled
+    stripped = load_from_disk(str(run_dir / "dataset" / "dataset" / "stripped"))
+    stuffed = load_from_disk(str(run_dir / "dataset" / "dataset" / "stuffed"))
+    assert len(stripped) == len(stuffed) == results["dataset"].metrics["examples"] > 0
+    assert set(stripped["split"]) == {"train"}
+    for a, b in zip(stripped, stuffed):
+        roles = [m["role"] for m in a["messages"]]
+        assert roles[0] == "system"
+        assert roles[1:] == ["user", "assistant", "tool", "assistant"] * a["turns"]
+        assert a["messages"][1:] == b["messages"][1:], "modes differ only in the system prompt"
+        assert a["messages"][0]["content"] != b["messages"][0]["content"]
+        assert b["n_tokens"] > a["n_tokens"] > 0
+        assert a["messages"][-1]["content"].startswith("<ANSWER>")
+        assert a["token_counter"] == "craftc.tokens.estimate_tokens"
+    assert max(stripped["turns"]) == 3, "the conversation keeps its three turns"
+
+
+def test_eval_instances_are_held_out_of_training(distilled):
+    from datasets import load_from_disk
+
+    run_dir, _ = distilled
+    held = json.loads((run_dir / "dataset" / "dataset" / "eval_instances.json").read_text())
+    trained = set(load_from_disk(str(run_dir / "dataset" / "dataset" / "stripped"))["instance_id"])
+    assert held and all(i["split"] != "train" for i in held)
+    assert not trained & {i["instance_id"] for i in held}
+    corpus = (run_dir / "dataset" / "dataset" / "corpus.txt").read_text()
+    assert "click-through rate" in corpus.lower() and "api.query" in corpus
+
+
+def test_same_seed_gives_same_bytes(distilled, fresh_run_dir):
+    run_dir, _ = distilled
+    plan, plan_dir, copy = fresh_run_dir
+    _run_step(plan, plan_dir, copy, "distill")
+    for name in ("candidates.jsonl", "instances.json"):
+        assert (copy / "distill" / name).read_bytes() == (run_dir / "distill" / name).read_bytes()
