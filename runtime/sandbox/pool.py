@@ -157,7 +157,7 @@ class SandboxPool:
     """
 
     def __init__(self, n_workers: int, db_path: str | os.PathLike, limits: SandboxLimits | None = None,
-                 api_factory: str = "runtime.world.api:make_api"):
+                 api_factory: str = "runtime.world.api:WarehouseApi"):
         if not isinstance(n_workers, int) or n_workers < 1:
             raise SandboxError(f"n_workers must be a positive integer, got {n_workers!r}")
         if not Path(db_path).is_file():
