@@ -2,7 +2,7 @@
 
 Ranges: E0xx files and syntax, E1xx names and references, E2xx types, values and
 ranges, E3xx workflows and templates, E4xx teacher, gates, judges and reward, E5xx
-stages, models and budgets. A ``W`` prefix marks a warning (compilation goes on).
+stages, models and budgets, E9xx importing schemas from warehouses. A ``W`` prefix marks a warning (compilation goes on).
 ``craftc explain CODE`` prints an entry; ``docs/diagnostics.md`` is generated from it.
 """
 
@@ -343,6 +343,47 @@ CODES: dict[str, CodeInfo] = {
                "The baseline would see a truncated schema; its figures would understate it.",
                "eval { arms craft, stuffed }  with base tiny_moe (context 2048)",
                "give the model a larger `context`, or drop the `stuffed` arm"),
+    # ------------------------------------------------------------ importing schemas (craftc import)
+    "E901": _c("import source does not exist",
+               "The database, SQL file or dbt project named for `craftc import` is not there.",
+               "There is nothing to read a schema from.",
+               "craftc import warehouse.duckdb   # no such file",
+               "name an existing DuckDB file, .sql DDL file or dbt YAML"),
+    "E902": _c("unknown kind of import source",
+               "The source is neither a DuckDB database, a SQL DDL file nor dbt YAML.",
+               "The importer picks a reader by the file's kind.",
+               "craftc import notes.txt",
+               "craftc import schema.sql --dialect postgres"),
+    "E903": _c("import source cannot be opened",
+               "The file exists but cannot be opened or read as the kind it claims to be.",
+               "A corrupt or locked file cannot be imported.",
+               "craftc import broken.duckdb",
+               "check the file, or export the DDL to a .sql file"),
+    "E904": _c("nothing to import",
+               "The source holds no tables, CREATE TABLE statements or dbt sources/models.",
+               "A schema spec needs at least one entity.",
+               "craftc import empty.sql",
+               "point the importer at the file that defines the tables"),
+    "E905": _c("unsupported SQL dialect",
+               "The `--dialect` is not one sqlglot knows.",
+               "DDL is parsed with sqlglot's dialects.",
+               "craftc import schema.sql --dialect postgress",
+               "craftc import schema.sql --dialect postgres"),
+    "E906": _c("import source does not parse",
+               "The SQL or YAML of the source has a syntax error.",
+               "The importer reads only well-formed DDL and YAML.",
+               "CREATE TABLE t (id INT",
+               "CREATE TABLE t (id INT);"),
+    "E907": _c("unsupported SQL statement",
+               "The DDL file holds a statement the importer does not read.",
+               "Only table definitions describe the warehouse.",
+               "DROP TABLE t;",
+               "keep CREATE TABLE statements only"),
+    "E908": _c("table without columns",
+               "A table in the source declares no columns.",
+               "An entity needs at least a key.",
+               "CREATE TABLE t ();",
+               "declare the table's columns"),
 }
 
 

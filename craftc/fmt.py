@@ -105,6 +105,7 @@ class _Line:
     indent: int
     text: str
     src: int          # source line the output line stands for
+    col: int = 0      # source column it starts at (to place trailing comments)
     blank_before: bool = False
 
 
@@ -112,6 +113,18 @@ def _line_of(node) -> int:
     if isinstance(node, Token):
         return node.line
     return node.meta.line if not node.meta.empty else 0
+
+
+def _col_of(node) -> int:
+    if isinstance(node, Token):
+        return node.column
+    return node.meta.column if not node.meta.empty else 0
+
+
+def _end_col_of(node) -> int:
+    if isinstance(node, Token):
+        return node.end_column
+    return node.meta.end_column - 1 if not node.meta.empty else 0
 
 
 def _end_line_of(node) -> int:
@@ -134,8 +147,8 @@ class _Printer:
         i = bisect.bisect_right(self.blank_lines, after)
         return i < len(self.blank_lines) and self.blank_lines[i] < before
 
-    def emit(self, depth: int, text: str, src: int) -> None:
-        self.out.append(_Line(depth, text, src))
+    def emit(self, depth: int, text: str, src: int, col: int = 0) -> None:
+        self.out.append(_Line(depth, text, src, col))
 
     def print_start(self, tree: Tree) -> list[_Line]:
         for i, item in enumerate(tree.children):
@@ -164,7 +177,7 @@ class _Printer:
         elif rule in _BLOCK_RULES:
             self.named_block(node, depth)
         else:
-            self.emit(depth, self.line(node), _line_of(node))
+            self.emit(depth, self.line(node), _line_of(node), _col_of(node))
 
     def container(self, node: Tree, depth: int) -> None:
         c = node.children
@@ -173,32 +186,33 @@ class _Printer:
             head, body = f"schema {c[0]} version {c[1]}", c[2:]
         else:
             head, body = f"{rule} {c[0]}", c[1:]
-        self.emit(depth, head + " {", _line_of(node))
+        self.emit(depth, head + " {", _line_of(node), _col_of(node))
         self.items(body, depth + 1)
-        self.emit(depth, "}", _end_line_of(node))
+        self.emit(depth, "}", _end_line_of(node), _end_col_of(node))
 
     def named_block(self, node: Tree, depth: int) -> None:
         name = next((str(t) for t in node.children if isinstance(t, Token)), None)
         block = next((t for t in node.children if isinstance(t, Tree)), None)
         head = f"{node.data} {name}" if name else node.data
-        self.block(head, block, depth, _line_of(node))
+        self.block(head, block, depth, node)
 
-    def block(self, head: str, block: Tree | None, depth: int, src: int) -> None:
+    def block(self, head: str, block: Tree | None, depth: int, owner) -> None:
+        src, col = _line_of(owner), _col_of(owner)
         if block is None:
-            self.emit(depth, head, src)
+            self.emit(depth, head, src, col)
             return
         if not block.children:
-            self.emit(depth, head + " {}", src)
+            self.emit(depth, head + " {}", src, col)
             return
-        self.emit(depth, head + " {", src)
+        self.emit(depth, head + " {", src, col)
         for setting in block.children:
             key = str(setting.children[0].children[0])
             if setting.data == "nested":
-                self.block(key, setting.children[1], depth + 1, _line_of(setting))
+                self.block(key, setting.children[1], depth + 1, setting)
             else:
                 values = ", ".join(self.value(v) for v in setting.children[1:])
-                self.emit(depth + 1, f"{key} {values}", _line_of(setting))
-        self.emit(depth, "}", _end_line_of(block))
+                self.emit(depth + 1, f"{key} {values}", _line_of(setting), _col_of(setting))
+        self.emit(depth, "}", _end_line_of(block), _end_col_of(block))
 
     # ------------------------------------------------------------ one-line constructs
 
@@ -304,9 +318,19 @@ class _Printer:
         return text
 
 
+def _owner_line(lines: list[_Line], starts: list[int], src: int, com: Token) -> int:
+    """The output line a trailing comment follows: the last one that began before it."""
+    first = bisect.bisect_left(starts, src)
+    last = bisect.bisect_right(starts, src)
+    if first == last:               # the comment's line holds no line start: the one before
+        return max(first - 1, 0)
+    before = [i for i in range(first, last) if (lines[i].col or 0) < com.column]
+    return before[-1] if before else first
+
+
 def _weave(lines: list[_Line], comments: list[Token], text: str) -> str:
     """Output lines with the comments put back and blank lines restored."""
-    trailing: dict[int, list[str]] = {}
+    trailing: dict[int, list[str]] = {}      # output line index -> comments
     leading: dict[int, list[tuple[int, str]]] = {}
     src_lines = text.splitlines()
     code_lines = {ln.src for ln in lines}
@@ -318,13 +342,13 @@ def _weave(lines: list[_Line], comments: list[Token], text: str) -> str:
             at = bisect.bisect_right(targets, com.line)
             owner = com.line if com.line in code_lines else (targets[at - 1] if at else None)
             if owner is not None:
-                trailing.setdefault(owner, []).append(str(com).rstrip())
+                trailing.setdefault(_owner_line(lines, starts, owner, com), []).append(
+                    str(com).rstrip())
                 continue
         nxt = bisect.bisect_right(starts, com.line)
         leading.setdefault(nxt, []).append(
             (com.line, str(com).rstrip()))
     out: list[str] = []
-    used_trailing: set[int] = set()
     for i, ln in enumerate(lines):
         if ln.blank_before and out:
             out.append("")
@@ -333,9 +357,8 @@ def _weave(lines: list[_Line], comments: list[Token], text: str) -> str:
         for _, com in leading.get(i, []):
             out.append("  " * indent + com)
         body = "  " * ln.indent + ln.text
-        if ln.src in trailing and ln.src not in used_trailing:
-            used_trailing.add(ln.src)
-            body += "  " + "  ".join(trailing[ln.src])
+        if i in trailing:
+            body += "  " + "  ".join(trailing[i])
         out.append(body)
     tail = leading.get(len(lines), [])
     if tail and out:

@@ -15,7 +15,10 @@ from typing import Any
 from craftc.diagnostics import DiagnosticSink, did_you_mean
 from craftc.syntax import Setting, Value
 
-__all__ = ["Key", "BLOCK_KEYS", "resolve_settings", "merge_settings", "settings_table_markdown"]
+__all__ = [
+    "Key", "BLOCK_KEYS", "resolve_settings", "merge_settings", "settings_table_markdown",
+    "render_settings_reference",
+]
 
 
 @dataclass(frozen=True)
@@ -424,3 +427,21 @@ def settings_table_markdown(kind: str) -> str:
         rows.append(f"| `{name}` | {key.describe_type()} | {key.default} | "
                     f"{key.describe_range()} | {key.doc} |")
     return "\n".join(rows)
+
+
+_BLOCK_TITLES = {
+    "recipe": "Recipe-level settings (`seed 7`)", "teacher": "`teacher KIND { ... }`",
+    "backend": "`backend { ... }` inside an llm judge", "judge": "`judge NAME { ... }`",
+    "gate.execution": "`gate execution { ... }`", "gate.output": "`gate output { ... }`",
+    "gate.judge": "`gate judge { ... }`", "reward": "`reward { ... }`",
+    "model": "`model NAME { ... }`", "stage": "`stage NAME { ... }`", "eval": "`eval { ... }`",
+    "tool": "`tool NAME { ... }`", "format": "`format { ... }`",
+}
+
+
+def render_settings_reference() -> str:
+    """The settings section of docs/language.md, generated from :data:`BLOCK_KEYS`."""
+    parts = []
+    for kind in BLOCK_KEYS:
+        parts.append(f"### {_BLOCK_TITLES[kind]}\n\n{settings_table_markdown(kind)}\n")
+    return "\n".join(parts)

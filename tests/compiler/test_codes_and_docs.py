@@ -1,0 +1,62 @@
+"""Every code is documented, explainable and listed in docs; did-you-mean helps."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import MALFORMED, ROOT
+from craftc.check.settings import BLOCK_KEYS
+from craftc.codes import CODES, explain, render_diagnostics_doc
+from craftc.diagnostics import did_you_mean
+from craftc.check.settings import render_settings_reference as render_language_settings
+
+
+@pytest.mark.parametrize("code", sorted(CODES))
+def test_explain_prints_what_why_example_and_instead(code):
+    text = explain(code)
+    assert text.startswith(f"{code}: {CODES[code].title}")
+    for part in ("What", "Why", "Example", "Instead"):
+        assert f"\n{part}\n" in text
+
+
+def test_explain_of_an_unknown_code_lists_the_known_ones():
+    assert "known codes: E001" in explain("E999")
+
+
+def test_codes_follow_the_numbering_scheme():
+    for code in CODES:
+        assert re.fullmatch(r"[EW][0-59]\d\d", code), code
+    assert len({c[1:] for c in CODES}) == len(CODES)       # a number is never reused
+
+
+def test_every_code_that_the_checker_can_emit_is_documented():
+    source = "\n".join(p.read_text() for p in (ROOT / "craftc").rglob("*.py"))
+    emitted = set(re.findall(r'"([EW]\d{3})"', source))
+    assert emitted <= set(CODES), emitted - set(CODES)
+
+
+def test_most_codes_have_a_malformed_example():
+    covered = {p.read_text().split()[2] for p in MALFORMED.glob("*.craft")}
+    missing = set(CODES) - covered
+    # E002 and E107 are tested in test_frontend.py; E9xx belong to `craftc import`.
+    assert {c for c in missing if not c.startswith("E9")} <= {"E002", "E107"}, missing
+
+
+def test_docs_diagnostics_md_is_generated_from_the_table():
+    assert (ROOT / "docs/diagnostics.md").read_text() == render_diagnostics_doc()
+
+
+def test_docs_language_md_carries_the_generated_settings_tables():
+    doc = (ROOT / "docs/language.md").read_text()
+    assert render_language_settings() in doc
+    for kind, keys in BLOCK_KEYS.items():
+        for key in keys:
+            assert f"`{key}`" in doc, (kind, key)
+
+
+def test_did_you_mean_finds_close_names_and_only_those():
+    assert did_you_mean("Campaing", ["Campaign", "Advertiser"]) == "Campaign"
+    assert did_you_mean("dailystat", ["DailyStat", "Geo"]) == "DailyStat"
+    assert did_you_mean("zzz", ["Campaign", "Advertiser"]) is None
