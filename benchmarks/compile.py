@@ -1,0 +1,106 @@
+"""How compile time grows with the size of a recipe.
+
+Generates a schema and a recipe with N entities and N workflows (N = 25, 250, 2,500)
+in a temporary directory and prints, for each, the wall time of `craftc compile` as a
+subprocess (interpreter start included) and of compiling in-process, split into the
+front end (load + check), emission (render) and writing the plan dir, plus the 2500/250 ratio (10x the input; ~10 means linear).
+
+Run: .venv/bin/python benchmarks/compile.py
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SIZES = (25, 250, 2500)
+
+SOLUTION = '''"""Keep the ${n} rows with the largest amount."""
+result = api.query("SELECT * FROM e0 ORDER BY amount DESC").head(${n})
+'''
+
+
+def schema_text(n: int) -> str:
+    lines = ["schema bench version 1 {", '  doc "Generated for the compile benchmark"']
+    for i in range(n):
+        lines += [f"  entity E{i} {{", f'    doc "Entity number {i}"', f'    table "raw.t{i}"',
+                  '    key id -> column "pk"']
+        if i:
+            lines.append(f'    ref parent -> E{i - 1} "the previous entity" -> column "parent_pk"')
+        lines += ['    field name string "A name" -> column "nm"',
+                  '    field amount money "An amount" -> column "amt_micros" scale 1e-6',
+                  "    field kind enum(a, b, c)", "  }"]
+    lines += ['  metric total "Sum of amounts" = sum(E0.amount)', "}"]
+    return "\n".join(lines) + "\n"
+
+
+def recipe_text(n: int) -> str:
+    lines = ["recipe bench {", '  uses schema "schema.craft"', "  seed 1"]
+    for i in range(n):
+        lines += [f"  workflow w{i} {{", f'    ask "Top {{n}} rows of entity {i}?"', "    param n in 2..5",
+                  f"    uses E{i}", '    solution "solutions/top.py"', "    expect same_rows ordered", "  }"]
+    lines += ["  model tiny_moe { source tiny_moe  context 1000000 }",
+              "  stage sft { base tiny_moe  epochs 1 }", "  stage grpo { from sft  steps 2 }",
+              "  eval { baseline none  arms craft, sft_only }", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_case(root: Path, n: int) -> Path:
+    case = root / f"n{n}"
+    (case / "solutions").mkdir(parents=True)
+    (case / "schema.craft").write_text(schema_text(n))
+    (case / "recipe.craft").write_text(recipe_text(n))
+    (case / "solutions" / "top.py").write_text(SOLUTION)
+    return case / "recipe.craft"
+
+
+def time_subprocess(recipe: Path, out: Path) -> float:
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "craftc.cli", "compile", str(recipe), "-o", str(out)],
+                          capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"compile failed for {recipe}:\n{done.stderr[-2000:]}")
+    return elapsed
+
+
+def time_in_process(recipe: Path, out: Path) -> tuple[float, float, float]:
+    """(front end: load + check, emission: render, write) seconds."""
+    from craftc.emit.compile import _solution_sources
+    from craftc.emit.plan import render_plan_files, write_plan_files
+    from craftc.frontend import load_recipe
+
+    start = time.perf_counter()
+    loaded = load_recipe(recipe)
+    if loaded.recipe is None:
+        raise SystemExit(loaded.render())
+    checked = time.perf_counter()
+    files = render_plan_files(loaded.recipe, _solution_sources(loaded))
+    rendered = time.perf_counter()
+    write_plan_files(files, out)
+    return checked - start, rendered - checked, time.perf_counter() - rendered
+
+
+def main() -> None:
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="craftc-bench-") as tmp:
+        root = Path(tmp)
+        print(f"{'entities':>9} {'workflows':>9} {'subprocess s':>13} {'in-process s':>13} "
+              f"{'load+check':>11} {'render':>8} {'write':>7} {'files':>6}")
+        for n in SIZES:
+            recipe = write_case(root, n)
+            sub = time_subprocess(recipe, root / f"plan_sub_{n}")
+            load, render, write = time_in_process(recipe, root / f"plan_in_{n}")
+            inproc = load + render + write
+            files = sum(1 for p in (root / f"plan_in_{n}").rglob("*") if p.is_file())
+            results[n] = (sub, inproc)
+            print(f"{n:>9} {n:>9} {sub:>13.3f} {inproc:>13.3f} {load:>11.3f} {render:>8.3f} {write:>7.3f} {files:>6}")
+    print(f"ratio 2500/250: subprocess {results[2500][0] / results[250][0]:.2f}x, "
+          f"in-process {results[2500][1] / results[250][1]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
