@@ -1,0 +1,69 @@
+"""The front end's door: bad files, profiles, rendering, and the real ads recipe."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from conftest import FIXTURES, ROOT
+from craftc.frontend import check_paths, load_recipe, load_schema
+
+
+def test_a_file_that_is_not_utf8_is_reported_not_raised(tmp_path):
+    bad = tmp_path / "r.craft"
+    bad.write_bytes(b"recipe r { seed 7 }\xff\xfe")
+    [d] = load_recipe(bad).diagnostics
+    assert d.code == "E002" and "UTF-8" in d.message
+
+
+def test_a_directory_or_missing_file_is_reported(tmp_path):
+    assert load_recipe(tmp_path).diagnostics[0].code == "E001"
+    assert load_schema(tmp_path / "nope.craft").diagnostics[0].code == "E001"
+
+
+def test_an_unknown_profile_is_an_error_at_the_recipe_name():
+    result = load_recipe(FIXTURES / "mini.craft", profile="nope")
+    [d] = [d for d in result.diagnostics if d.code == "E107"]
+    assert (d.span.line, d.span.col) == (2, 8)
+
+
+def test_mistakes_in_unselected_profiles_are_still_reported(tmp_path):
+    for name in ("mini_schema.craft", "solutions"):
+        src = FIXTURES / name
+        (tmp_path / name).symlink_to(src, target_is_directory=src.is_dir())
+    text = (FIXTURES / "mini.craft").read_text().replace("parallel zero3", "parallel zero4")
+    (tmp_path / "r.craft").write_text(text)
+    codes = [d.code for d in load_recipe(tmp_path / "r.craft").diagnostics]
+    assert codes == ["E204"]
+
+
+def test_text_and_json_twins_show_paths_relative_to_the_working_directory(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    result = load_recipe(FIXTURES / "mini.craft", profile="nope")
+    text = result.render()
+    assert " --> tests/compiler/fixtures/mini.craft:2:8" in text
+    assert text.rstrip().endswith("1 error, 0 warnings")
+    [data] = json.loads(result.to_json())
+    assert data["code"] == "E107" and data["span"]["file"] == "tests/compiler/fixtures/mini.craft"
+    assert set(data) == {"code", "severity", "message", "span", "help", "notes"}
+
+
+def test_check_paths_tells_schemas_from_recipes_and_sorts_everything(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    malformed = ROOT / "tests/compiler/malformed"
+    paths = [malformed / "values_unknown_setting.craft", malformed / "schema_no_key.craft",
+             FIXTURES / "mini_schema.craft"]
+    found = check_paths(paths)
+    assert sorted(d.code for d in found) == ["E110", "E201"]
+    assert all(not os.path.isabs(d.span.file) for d in found)
+    assert found == sorted(found, key=lambda d: (d.span.file, d.span.line, d.span.col))
+
+
+@pytest.mark.parametrize("profile", [None, "cluster", "smoke"])
+def test_the_ads_recipe_loads_without_errors(profile):
+    result = load_recipe(ROOT / "recipes/ads_analytics.craft", profile=profile)
+    assert result.ok, result.render()
+    assert len(result.recipe.schema_.entities) == 25
+    assert len(result.recipe.workflows) >= 30
