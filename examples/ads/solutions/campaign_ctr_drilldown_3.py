@@ -1,5 +1,5 @@
 """
-Break the click-through rate of the advertiser's enabled campaigns over the last
+Break the click-through rate of the advertiser's campaigns on ${device_type} devices over the last
 ${days} days of reporting down by ad group, with impressions and clicks, best rate
 first.
 """
@@ -12,9 +12,10 @@ rows = api.query(
     JOIN ad_group g ON g.id = ad.ad_group_id
     JOIN campaign c ON c.id = g.campaign_id
     JOIN advertiser a ON a.id = c.advertiser_id
-    WHERE a.name = ? AND c.status = 'enabled' AND s.date > (SELECT max(date) FROM daily_stat) - ${days}
+    JOIN device d ON d.id = s.device_id
+    WHERE a.name = ? AND d.device_type = ? AND s.date > (SELECT max(date) FROM daily_stat) - ${days}
     """,
-    [${advertiser}],
+    [${advertiser}, ${device_type}],
 )
 groups = rows.groupby(["campaign", "ad_group_id", "ad_group"], as_index=False)[["impressions", "clicks"]].sum()
 groups = groups[groups["impressions"] > 0]

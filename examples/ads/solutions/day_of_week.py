@@ -14,7 +14,7 @@ daily = api.query(
     """,
     [${channel}],
 )
-daily["weekday_number"] = pd.to_datetime(daily["date"]).dt.dayofweek + 1
+daily["weekday_number"] = pd.to_datetime(daily["date"]).dt.day_of_week + 1
 daily["weekday"] = pd.to_datetime(daily["date"]).dt.day_name()
 week = daily.groupby(["weekday_number", "weekday"], as_index=False)[["impressions", "clicks", "cost"]].sum()
 week["ctr"] = week["clicks"] / week["impressions"]

@@ -16,6 +16,6 @@ rows = api.query(
     [${industry}],
 )
 rows["date"] = pd.to_datetime(rows["date"])
-rows["week"] = rows["date"] - pd.to_timedelta(rows["date"].dt.dayofweek, unit="D")
+rows["week"] = rows["date"] - pd.to_timedelta(rows["date"].dt.day_of_week, unit="D")
 weekly = rows.groupby(["advertiser", "week"], as_index=False)["cost"].sum()
 result = weekly.rename(columns={"cost": "spend"}).sort_values(["advertiser", "week"]).reset_index(drop=True)
