@@ -9,7 +9,8 @@ top-level file (forward slashes), so the IR does not depend on the working direc
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -52,9 +53,23 @@ class LoadResult:
         return not has_errors(self.diagnostics)
 
     def display_diagnostics(self) -> list[Diagnostic]:
-        """The diagnostics with file names relative to the working directory (for users)."""
-        return [d.rebased(display_path(self.root, d.span.file)) if d.span else d
-                for d in self.diagnostics]
+        """The diagnostics with file names relative to the working directory (for users).
+
+        File names inside help and notes ("defined at FILE:LINE") are rewritten too.
+        """
+        names = {k: display_path(self.root, k) for k in self.sources}
+        pattern = re.compile(r"(?<![\w./-])(" + "|".join(
+            re.escape(k) for k in sorted(names, key=len, reverse=True)) + r")(?=:\d)") \
+            if names else None
+
+        def fix(text: str) -> str:
+            return pattern.sub(lambda m: names[m.group(1)], text) if pattern else text
+
+        out = []
+        for d in self.diagnostics:
+            d = replace(d, help=fix(d.help), notes=tuple(fix(n) for n in d.notes))
+            out.append(d.rebased(display_path(self.root, d.span.file)) if d.span else d)
+        return out
 
     def render(self, color: bool = False) -> str:
         """Human text: rustc-style diagnostics with excerpts, paths relative to cwd."""

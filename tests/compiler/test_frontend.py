@@ -50,6 +50,12 @@ def test_text_and_json_twins_show_paths_relative_to_the_working_directory(monkey
     assert set(data) == {"code", "severity", "message", "span", "help", "notes"}
 
 
+def test_defined_at_notes_use_the_same_paths_as_the_location_line(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    result = load_recipe(ROOT / "tests/compiler/malformed/names_unknown_entity.craft")
+    assert "(defined at tests/compiler/fixtures/mini_schema.craft:13)" in result.render()
+
+
 def test_check_paths_tells_schemas_from_recipes_and_sorts_everything(monkeypatch):
     monkeypatch.chdir(ROOT)
     malformed = ROOT / "tests/compiler/malformed"
