@@ -4,8 +4,6 @@ Scale 1.0 is the generator's default small warehouse (about 30k daily rows); it 
 in about a second and is large enough that most parameter draws find data.
 """
 
-from pathlib import Path
-
 import duckdb
 import pytest
 
@@ -15,11 +13,7 @@ from runtime.workflows import execute_code, make_instances
 from runtime.world.api import WarehouseApi
 from runtime.world.generate import generate_warehouse
 
-REPO = Path(__file__).resolve().parents[2]
-RECIPE = REPO / "recipes" / "ads_analytics.craft"
-DATA_SEEDS = (1, 2, 3)
-PARAM_SETS = 5
-SCALE = 1.0
+from ads_setup import DATA_SEEDS, PARAM_SETS, RECIPE, SCALE
 
 
 @pytest.fixture(scope="session")

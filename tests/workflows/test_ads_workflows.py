@@ -14,10 +14,9 @@ import pytest
 
 from runtime.workflows import check_result, execute_code, render_solution, split_instances, split_solution
 from runtime.world.api import WarehouseApi
-from tests.workflows.conftest import DATA_SEEDS, PARAM_SETS, RECIPE
-from tests.workflows.perturbations import PERTURBATIONS, perturb
+from ads_setup import DATA_SEEDS, PARAM_SETS, RECIPE, SOLUTIONS
+from perturbations import PERTURBATIONS, perturb
 
-SOLUTIONS = RECIPE.parent.parent / "examples" / "ads" / "solutions"
 MIN_NONEMPTY_SHARE = 0.6   # a workflow whose question rarely finds data is a bad workflow
 
 
