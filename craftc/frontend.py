@@ -8,8 +8,10 @@ top-level file (forward slashes), so the IR does not depend on the working direc
 
 from __future__ import annotations
 
+import gc
 import os
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -119,6 +121,20 @@ def read_source(path: Path, name: str, sink: DiagnosticSink, at=None) -> str | N
 # ---------------------------------------------------------------- schemas
 
 
+@contextmanager
+def _no_gc_pauses():
+    """Pause the cyclic GC while loading: the front end builds many small acyclic objects,
+    and collections triggered by them made large schemas superlinear (measured: 2,500
+    entities 20x slower than 250). Reference counting still frees everything."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _parse(path: Path, name: str, sink: DiagnosticSink, sources: dict[str, str],
            at=None) -> ParseResult | None:
     text = read_source(path, name, sink, at)
@@ -152,6 +168,11 @@ def load_schema(path: str | os.PathLike) -> LoadResult:
         >>> r.diagnostics[0].code
         'E001'
     """
+    with _no_gc_pauses():
+        return _load_schema(path)
+
+
+def _load_schema(path: str | os.PathLike) -> LoadResult:
     path = Path(path)
     root = path.parent
     sink, sources = DiagnosticSink(), {}
@@ -195,6 +216,11 @@ def load_recipe(path: str | os.PathLike, profile: str | None = None) -> LoadResu
         >>> load_recipe("missing.craft").diagnostics[0].message
         'cannot read `missing.craft`: no such file or directory'
     """
+    with _no_gc_pauses():
+        return _load_recipe(path, profile)
+
+
+def _load_recipe(path: str | os.PathLike, profile: str | None = None) -> LoadResult:
     path = Path(path)
     root = path.parent
     sink, sources = DiagnosticSink(), {}

@@ -275,8 +275,10 @@ def _as_expr(node) -> Expr:
 
 
 def _tok_span(file: str, tok: Token) -> Span:
-    return Span(file=file, line=tok.line, col=tok.column, end_line=tok.end_line,
-                end_col=tok.end_column)
+    # Positions come from the lexer and are ints by construction: skip validation,
+    # which is most of the cost of a span on large files.
+    return Span.model_construct(file=file, line=tok.line, col=tok.column, end_line=tok.end_line,
+                                end_col=tok.end_column)
 
 
 class ToSyntax(Transformer):
@@ -289,8 +291,8 @@ class ToSyntax(Transformer):
     def _span(self, meta) -> Span:
         if getattr(meta, "empty", True):
             return Span(file=self.file, line=1, col=1, end_line=1, end_col=1)
-        return Span(file=self.file, line=meta.line, col=meta.column,
-                    end_line=meta.end_line, end_col=meta.end_column)
+        return Span.model_construct(file=self.file, line=meta.line, col=meta.column,
+                                    end_line=meta.end_line, end_col=meta.end_column)
 
     def _ts(self, tok: Token) -> Span:
         return _tok_span(self.file, tok)
