@@ -145,26 +145,30 @@ def cmd_diff(args) -> int:
 
 
 def cmd_fmt(args) -> int:
-    from craftc.fmt import format_source
+    from craftc.diagnostics import render_diagnostics
+    from craftc.fmt import format_file
 
-    unformatted = 0
+    unformatted = failed = 0
     for name in args.files:
         path = Path(name)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UserError(f"cannot read `{path}` ({exc}); check the path") from None
-        formatted = format_source(text)
-        if formatted == text:
+        result = format_file(path)
+        if result.text is None:
+            # A file that does not parse is reported, never rewritten.
+            failed += 1
+            sys.stderr.write(render_diagnostics(result.diagnostics))
+            continue
+        if not result.changed:
             continue
         unformatted += 1
         if args.check:
             print(f"would reformat {path}")
         else:
             tmp = path.with_name(f".{path.name}.craftc-fmt")
-            tmp.write_text(formatted, encoding="utf-8")
+            tmp.write_text(result.text, encoding="utf-8")
             os.replace(tmp, path)
             print(f"reformatted {path}")
+    if failed:
+        return 1
     if args.check and unformatted:
         _err(f"{unformatted} file(s) would be reformatted; run `craftc fmt FILE...`")
         return 1

@@ -232,7 +232,7 @@ class _Printer:
         if rule in simple:
             return f"{simple[rule]} {c[0]}"
         if rule == "setting":
-            return f"{c[0]} " + ", ".join(self.value(v) for v in c[1:])
+            return f"{c[0].children[0]} " + ", ".join(self.value(v) for v in c[1:])
         if rule == "key":
             return f"key {c[0]}" + "".join(self.binding(x) for x in c[1:])
         if rule == "ref":

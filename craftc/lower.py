@@ -194,7 +194,8 @@ def lower_recipe(decl: RecipeDecl, ctx: LoweringContext, sink: DiagnosticSink) -
     top = resolve_settings("recipe", decl.settings, sink, f"recipe {decl.name}")
     blocks = _blocks_by_kind(decl.blocks)
     models = _lower_models(blocks.get("model", []), ctx, sink)
-    stages = tuple(_lower_stage(b, models, ctx, sink) for b in blocks.get("stage", []))
+    stages = _inherit_bases(tuple(_lower_stage(b, models, ctx, sink) for b in blocks.get("stage", [])),
+                            blocks.get("stage", []))
     used_models = _models_in_use(models, stages)
     return Recipe(
         name=decl.name, profile=ctx.profile or "default",
@@ -419,6 +420,28 @@ def _lower_stage(b: Block, models: dict[str, ModelSpec], ctx: LoweringContext,
     base = values.pop("base", None)
     values["base"] = _stage_base(base, models, ctx, sink)
     return Stage(name=b.name, kind=kind, span=b.span, **values)
+
+
+def _inherit_bases(stages: tuple, blocks: list[Block]) -> tuple:
+    """A stage that starts `from` another and names no base of its own has that stage's base.
+
+    Without this a grpo stage would list the embedded tiny_moe as its model while it
+    really continues from the sft stage's checkpoint of a different model.
+    """
+    by_name = {s.name: s for s in stages if s is not None}
+    explicit = {b.name for b in blocks if any(st.key == "base" for st in b.settings)}
+    out = []
+    for stage in stages:
+        seen = set()
+        current = stage
+        while (current is not None and current.name not in explicit and current.after
+               and current.after in by_name and current.after not in seen):
+            seen.add(current.after)
+            current = by_name[current.after]
+        if stage is not None and current is not None and current is not stage:
+            stage = stage.model_copy(update={"base": current.base})
+        out.append(stage)
+    return tuple(out)
 
 
 def _stage_base(base: Value | None, models: dict[str, ModelSpec], ctx: LoweringContext,

@@ -338,6 +338,9 @@ class ToSyntax(Transformer):
     def setting_key(self, c):
         return c[0]
 
+    def recipe_key(self, c):
+        return c[0]
+
     @v_args(meta=True)
     def block_setting(self, meta, c):
         key = c[0]

@@ -43,7 +43,7 @@ STEP_FUNCTIONS: dict[str, str] = {
     "distill": "runtime.distill.step:run_distill",
     "gate": "runtime.distill.step:run_gate",
     "dataset": "runtime.distill.step:run_dataset",
-    "sft": "runtime.train.sft:run_sft_step",
+    "sft": "runtime.train.step:run_sft_step",
     "grpo": "runtime.train.grpo:run_grpo",
     "eval": "runtime.eval.step:run_eval",
     "report": "runtime.report.step:run_report",

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import MALFORMED, ROOT
+from compiler_support import MALFORMED, ROOT
 from craftc.check.settings import BLOCK_KEYS
 from craftc.codes import CODES, explain, render_diagnostics_doc
 from craftc.diagnostics import did_you_mean

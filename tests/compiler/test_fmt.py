@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from compiler_support import FIXTURES, ROOT
 from craftc.fmt import FormatError, format_file, format_source
 from craftc.parser import parse_source
 

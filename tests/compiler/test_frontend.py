@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from compiler_support import FIXTURES, ROOT
 from craftc.frontend import check_paths, load_recipe, load_schema
 
 

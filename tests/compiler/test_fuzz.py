@@ -13,7 +13,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import FIXTURES
+from compiler_support import FIXTURES
 from craftc.diagnostics import Diagnostic
 from craftc.frontend import load_recipe, load_schema
 from craftc.parser import parse_source

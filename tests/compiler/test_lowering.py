@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import FIXTURES
+from compiler_support import FIXTURES
 from craftc.frontend import load_recipe, load_schema
 from craftc.ir import Expectation, ModelSpec, Param
 

@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from conftest import MALFORMED
+from compiler_support import MALFORMED
 from craftc.frontend import load_recipe, load_schema
 
 CASES = sorted(MALFORMED.glob("*.craft"))

@@ -7,7 +7,7 @@ import json
 
 from runtime.distill.noise import INTENDED_GATE, NOISE_KINDS
 
-from conftest import SEED, _run_step
+from distill_support import SEED, _run_step
 
 
 def _funnel(run_dir):

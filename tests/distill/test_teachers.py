@@ -111,7 +111,7 @@ def test_openai_teacher_distills_against_a_real_server(served_model, compiled):
     import json
 
     if not (run_dir / "distill").exists():
-        from conftest import _run_step
+        from distill_support import _run_step
         _run_step(plan, plan_dir, run_dir, "distill")
     instances = json.loads((run_dir / "distill" / "instances.json").read_text())
     train = next(i for i in instances if i["split"] == "train" and i["workflow"] == "spend_by_advertiser")

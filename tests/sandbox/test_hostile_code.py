@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import runtime.sandbox
-from conftest import sha256
+from sandbox_support import sha256
 
 DB_PATH = "api.query(\"SELECT path FROM duckdb_databases() WHERE NOT internal\")['path'][0]"
 
@@ -81,7 +81,7 @@ ATTACKS = [
 def cpu_pool(warehouse):
     from dataclasses import replace
 
-    from conftest import TEST_LIMITS
+    from sandbox_support import TEST_LIMITS
     from runtime.sandbox import SandboxPool
 
     with SandboxPool(1, warehouse, replace(TEST_LIMITS, wall_timeout_s=60.0), "fake_api:make_api") as cpu_pool:
@@ -109,7 +109,7 @@ def test_attack_catalogue_is_large():
 
 def test_tampering_does_not_reach_the_next_job_in_the_same_worker(warehouse):
     from runtime.sandbox import SandboxPool
-    from conftest import TEST_LIMITS
+    from sandbox_support import TEST_LIMITS
 
     tamper = """
 import sys, builtins, json

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from conftest import TEST_LIMITS, sha256
+from sandbox_support import TEST_LIMITS, sha256
 from runtime.sandbox import SandboxPool
 
 

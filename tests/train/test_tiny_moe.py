@@ -6,7 +6,7 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from conftest import TINY_SPEC, corpus_of
+from train_support import TINY_SPEC, corpus_of
 
 from runtime.train.tiny_moe import DEFAULT_SPEC, TinyMoeSpecError, build_tiny_moe, resolve_spec
 

@@ -6,7 +6,7 @@ import time
 
 import duckdb
 import pytest
-from conftest import SEED, build
+from world_support import SEED, build
 from spec_loader import spec_variant
 
 from craftc.emit.binding_sql import binding_sql
