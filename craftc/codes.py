@@ -246,6 +246,11 @@ CODES: dict[str, CodeInfo] = {
                "A conversation is a sequence of turns.",
                "conversation c { }",
                'conversation c { turn "..." solution "c1.py" }'),
+    "E309": _c("solution reads a field the schema does not have",
+               "A reference solution's SQL (`api.query`/`api.table`) reads a view or a column that the schema's logical views lack, usually after a schema change removed or renamed it.",
+               "The solution would fail when the warehouse is built, and every trajectory distilled from it would teach a name that no longer exists.",
+               'SELECT c.daily_budget FROM campaign c   # schema ads version 2 removed Campaign.daily_budget',
+               "restore the field, map it to its new name, or update the solution (e.g. read `budget.amount` through `campaign.budget_id`)"),
     # ------------------------------------------------------------ teacher, gates, judges, reward
     "E401": _c("unknown gate",
                "`gate NAME` names a gate other than execution, output or judge.",

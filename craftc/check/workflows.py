@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from craftc.check.names import report_duplicates, unknown_name, where
+from craftc.check.solution_sql import missing_reads, schema_views
 from craftc.diagnostics import DiagnosticSink, did_you_mean, span_at
 from craftc.ir import Schema, Span
 from craftc.lower import EXPECT_KINDS, lower_expectation
@@ -41,6 +42,8 @@ class _SchemaIndex:
     """Names of the schema in dicts, so each lookup is O(1) however large the schema."""
 
     def __init__(self, schema: Schema):
+        self.schema_label = f"`{schema.name}` version {schema.version}"
+        self.views = schema_views(schema.entities)
         self.entities = {e.name: e for e in schema.entities}
         self.entity_spans = {e.name: e.span for e in schema.entities}
         self.metrics = {m.name: m.span for m in schema.metrics}
@@ -83,7 +86,7 @@ def _check_workflow(w: WorkflowDecl, index: _SchemaIndex, root: Path, sink: Diag
                    "keep one `solution`; a multi-turn dialogue is a `conversation`")
     asked: set[str] = set()
     for t in w.turns[:1] if w.kind == "workflow" else w.turns:
-        asked.update(_check_turn(w, t, params, root, sink, sources))
+        asked.update(_check_turn(w, t, params, index, root, sink, sources))
     for p in w.params:
         if p.name not in asked:
             sink.warning("W302", f"param `{p.name}` of `{w.name}` appears in no question",
@@ -128,7 +131,7 @@ def _check_param(p: ParamDecl, index: _SchemaIndex, sink: DiagnosticSink) -> Non
                          index.deprecated[(p.entity, p.field)])
 
 
-def _check_turn(w: WorkflowDecl, t: TurnDecl, params: dict[str, Span], root: Path,
+def _check_turn(w: WorkflowDecl, t: TurnDecl, params: dict[str, Span], index: _SchemaIndex, root: Path,
                 sink: DiagnosticSink, sources: dict[str, str]) -> set[str]:
     """Checks one turn; returns the param names its phrasings mention."""
     if not t.asks:
@@ -153,15 +156,15 @@ def _check_turn(w: WorkflowDecl, t: TurnDecl, params: dict[str, Span], root: Pat
         sink.error("E306", f"`{w.name}` has no solution", t.span if w.kind == "conversation"
                    else w.name_span, 'add `solution "path/to/solution.py"` (relative to the recipe)')
     else:
-        _check_solution(w, t, params, root, sink, sources)
+        _check_solution(w, t, params, index, root, sink, sources)
     for e in t.expects:
         if lower_expectation(e) is None:
             _bad_expectation(e, sink)
     return used
 
 
-def _check_solution(w: WorkflowDecl, t: TurnDecl, params: dict[str, Span], root: Path,
-                    sink: DiagnosticSink, sources: dict[str, str]) -> None:
+def _check_solution(w: WorkflowDecl, t: TurnDecl, params: dict[str, Span], index: _SchemaIndex,
+                    root: Path, sink: DiagnosticSink, sources: dict[str, str]) -> None:
     rel = t.solution.python
     path = root / rel
     try:
@@ -178,6 +181,24 @@ def _check_solution(w: WorkflowDecl, t: TurnDecl, params: dict[str, Span], root:
             sources.setdefault(name, text)
             unknown_name("E303", "param", param, span_at(name, line, col, len(param) + 3),
                          params, sink, fallback=f"declare `param {param} ...` in `{w.name}`")
+    _check_solution_reads(w, t, text, name, index, sink)
+
+
+def _check_solution_reads(w: WorkflowDecl, t: TurnDecl, text: str, name: str, index: _SchemaIndex,
+                          sink: DiagnosticSink) -> None:
+    """E309 at the `solution` line for each view or column the solution's SQL reads that the schema lacks."""
+    for read in missing_reads(text, index.views):
+        if read.column:
+            thing = f"`{read.view}.{read.column}`"
+            guess = did_you_mean(read.column, index.views[read.view])
+            mapped = f"map it to its new name (`{guess}`?)" if guess else "map it to its new name"
+        else:
+            thing = f"view `{read.view}`"
+            guess = did_you_mean(read.view, index.views)
+            mapped = f"map it to its new entity (`{guess}`?)" if guess else "map it to its new entity"
+        sink.error("E309", f"solution of workflow `{w.name}` reads {thing}, which schema "
+                   f"{index.schema_label} does not have", t.solution.span,
+                   f"restore it in the schema, {mapped}, or update `{name}` (line {read.line})")
 
 
 def _bad_expectation(e, sink: DiagnosticSink) -> None:
