@@ -78,9 +78,11 @@ def cmd_compile(args) -> int:
 def cmd_check(args) -> int:
     import json
 
-    from craftc.frontend import load_recipe
+    from craftc.frontend import _looks_like_schema, load_recipe, load_schema
 
-    results = [(recipe, load_recipe(recipe)) for recipe in args.recipes]
+    # A schema spec is checked on its own; a recipe together with the schema it uses.
+    results = [(recipe, (load_schema if _looks_like_schema(Path(recipe)) else load_recipe)(recipe))
+               for recipe in args.recipes]
     if args.format == "json":
         payload = [{"file": r, "ok": load.ok, "diagnostics": json.loads(load.to_json())} for r, load in results]
         print(json.dumps(payload, indent=2, sort_keys=True))
@@ -201,6 +203,49 @@ def cmd_run(args) -> int:
 # ------------------------------------------------------------------ parser
 
 
+# ------------------------------------------------------------------ import
+
+
+def cmd_import(args) -> int:
+    """Write a schema spec from a source, or (--check) report drift against one."""
+    import json
+
+    from craftc.diagnostics import render_diagnostics
+    from craftc.importer import ImportFailed, compute_drift, import_schema, read_source, render_drift
+
+    try:
+        if args.check:
+            from craftc.frontend import load_schema
+
+            load = load_schema(args.check)
+            if load.schema is None:
+                _show_diagnostics(load)
+                return 1
+            drift = compute_drift(load.schema, read_source(args.source, args.dialect))
+            if args.format == "json":
+                print(json.dumps(drift.to_dict(), indent=2, sort_keys=True))
+            else:
+                sys.stdout.write(render_drift(drift, args.check, args.source))
+            return 2 if drift.changes else 0
+        text = import_schema(args.source, name=args.name, dialect=args.dialect)
+    except ImportFailed as failed:
+        sys.stderr.write(render_diagnostics(failed.diagnostics, color=_color(sys.stderr)))
+        return 1
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    out = Path(args.output)
+    if out.exists() and not args.force:
+        raise UserError(f"`{out}` exists; pass --force to overwrite it, or compare with "
+                        f"`craftc import {args.source} --check {out}`")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.craftc-import")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, out)
+    print(f"wrote {out} ({text.count('entity ')} entities); review every `# guessed:` line")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree of every subcommand."""
     parser = argparse.ArgumentParser(
@@ -235,6 +280,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="document a diagnostic code")
     p.add_argument("code", metavar="CODE")
     p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("import", help="write a schema spec from a warehouse, SQL DDL or dbt YAML; --check for drift")
+    p.add_argument("source", metavar="SOURCE", help="a DuckDB file, a .sql DDL file or a dbt .yml file")
+    p.add_argument("-o", "--output", metavar="SPEC", help="where to write the spec (default: stdout)")
+    p.add_argument("--name", help="schema name (default: from the source file name)")
+    p.add_argument("--dialect", help="SQL dialect of a DDL file (default duckdb): postgres, bigquery, snowflake, ...")
+    p.add_argument("--check", metavar="SPEC", help="compare SOURCE with an existing spec; exit 2 on drift")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output of --check")
+    p.add_argument("--force", action="store_true", help="overwrite an existing spec")
+    p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("run", help="execute a plan dir step by step")
     p.add_argument("plan_dir", nargs="?", metavar="PLAN_DIR", help="default: the one plan under build/")

@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import time
 import traceback
 from importlib import metadata
@@ -278,6 +279,7 @@ def run_plan(plan_dir: Path | str, run_dir: Path | str | None = None, only: str 
     plan_bytes = (plan_dir / "plan.json").read_bytes()
 
     record: list[dict[str, Any]] = []
+    previous = _interrupt_on_sigterm()
     try:
         for step in steps:
             if (plan_dir / "plan.json").read_bytes() != plan_bytes:
@@ -298,8 +300,16 @@ def run_plan(plan_dir: Path | str, run_dir: Path | str | None = None, only: str 
             console.print("set CRAFT_DEBUG=1 to see the traceback; finished steps are kept")
         return 1
     finally:
+        signal.signal(signal.SIGTERM, previous)
         _write_run_record(run_dir, plan, record)
     return 0
+
+
+def _interrupt_on_sigterm():
+    """A terminated run (CI timeout, `kill`) stops like Ctrl-C: finished steps kept."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    return signal.signal(signal.SIGTERM, handler)
 
 
 def _write_run_record(run_dir: Path, plan: Plan, record: list[dict[str, Any]]) -> None:

@@ -21,7 +21,7 @@ __all__ = ["InferredField", "InferredEntity", "infer_entities", "entity_name", "
 RESERVED = {"doc", "table", "key", "ref", "field", "metric", "entity", "schema", "nullable",
             "deprecated", "column", "scale", "version", "recipe", "uses", "in", "from", "or"}
 TABLE_AFFIXES = re.compile(r"^(dim_|fct_|fact_|f_|d_|stg_|raw_|tbl_|src_)|(_dim|_fact|_fct|_tbl|_table)$")
-MONEY_WORDS = re.compile(r"(cost|spend|amount|amt|price|budget|revenue|value|fee|total|paid|bid)")
+MONEY_WORDS = re.compile(r"(cost|spend|amount|amt|price|budget|revenue|fee|total|paid)")
 INT_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "INT", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
              "UINTEGER", "UBIGINT", "INT64", "INT4", "INT8", "INT2", "NUMBER")
 FLOAT_TYPES = ("DOUBLE", "FLOAT", "REAL", "DECIMAL", "NUMERIC", "FLOAT64", "FLOAT4", "FLOAT8")

@@ -17,6 +17,8 @@ __all__ = ["read_source", "read_duckdb", "read_ddl", "read_dbt", "DDL_DIALECTS"]
 DDL_DIALECTS = ("duckdb", "postgres", "bigquery", "snowflake", "mysql", "sqlite", "tsql",
                 "redshift", "databricks", "spark", "trino", "oracle", "clickhouse")
 ENUM_MAX_VALUES = 12
+# The catalog craft's world step writes next to the warehouse tables (docs for the API).
+CRAFT_CATALOG_SCHEMA = "craft_meta"
 
 
 def _fail(code: str, message: str, file: str, line: int = 1, col: int = 1, help: str = "") -> ImportFailed:
@@ -57,7 +59,8 @@ def read_duckdb(path: Path) -> list[SourceTable]:
     try:
         tables = con.execute(
             "SELECT schema_name, table_name, coalesce(comment, '') FROM duckdb_tables() "
-            "WHERE NOT internal AND NOT temporary ORDER BY schema_name, table_name").fetchall()
+            "WHERE NOT internal AND NOT temporary AND schema_name <> ? ORDER BY schema_name, table_name",
+            [CRAFT_CATALOG_SCHEMA]).fetchall()
         out = []
         for schema, table, comment in tables:
             qualified = table if schema == "main" else f"{schema}.{table}"
@@ -106,7 +109,8 @@ def _sample_values(con, qualified: str, st: SourceTable) -> None:
             values = con.execute(
                 f"SELECT DISTINCT {ident} FROM {_quote(qualified)} WHERE {ident} IS NOT NULL "
                 f"ORDER BY 1 LIMIT {ENUM_MAX_VALUES + 1}").fetchall()
-            if len(values) <= ENUM_MAX_VALUES and rows > 2 * len(values):
+            # Repeated values from a short list read as an enum; unique ones (names) do not.
+            if len(values) <= ENUM_MAX_VALUES and rows > len(values):
                 col.values = tuple(str(v[0]) for v in values)
         if rows and col.name.lower().endswith("id") and not st.primary_key:
             distinct = con.execute(

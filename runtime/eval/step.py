@@ -5,10 +5,9 @@ Arms (``eval.arms`` in the recipe):
 - ``craft``: the GRPO checkpoint (SFT then GRPO), stripped system prompt;
 - ``sft_only``: the SFT checkpoint, stripped prompt;
 - ``stuffed``: the schema-stuffed baseline: the same base model trained by the same
-  SFT code (``runtime.train.sft.train_sft``) with the same stage settings on
-  ``dataset/stuffed`` (the same accepted trajectories, stuffed system prompt), then
-  evaluated with the stuffed prompt. This step trains it (into ``eval/stuffed_sft``)
-  so the plan needs no extra stage.
+  SFT code with the same stage settings on ``dataset/stuffed`` (the same accepted
+  trajectories, stuffed system prompt), trained by the sft step into
+  ``sft/stuffed/final``, then evaluated with the stuffed prompt.
 
 Outputs: ``episodes/<arm>.jsonl``, ``eval.json`` (per arm: overall and per split
 ``eval_params``, ``eval_phrasings``, ``eval_workflows``).
@@ -71,20 +70,14 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _stuffed_model(ctx, sft_stage) -> Path:
+def _sft_model(ctx, arm: str) -> Path:
+    """The sft step trains both input modes with the same data and budget."""
     from runtime.step_context import StepError
-    from runtime.train.sft import train_sft
 
-    sft_dir = ctx.input_dir("sft")
-    base = next((p for p in (sft_dir / "base", sft_dir / "base_model") if (p / "config.json").is_file()), None)
-    if base is None:
-        raise StepError(f"the sft step left no base model in {sft_dir}/base; the stuffed baseline must start "
-                        "from the same base model: rerun `craftc run PLAN --only sft`")
-    out = ctx.out_dir / "stuffed_sft"
-    stage = sft_stage.model_dump(mode="json")
-    stage["input"] = "stuffed"
-    train_sft(base, ctx.input_dir("dataset") / "dataset" / "stuffed", out, stage)
-    return out / "final"
+    final = ctx.input_dir("sft") / arm / "final"
+    if not (final / "config.json").is_file():
+        raise StepError(f"the sft step left no `{arm}` model at {final}; rerun `craftc run PLAN --only sft`")
+    return final
 
 
 def run_eval(ctx):
@@ -102,11 +95,10 @@ def run_eval(ctx):
         raise StepError(f"{instances} holds no held-out instances; raise `eval {{ holdout ... }}` in the recipe")
     wording = TurnWording.from_file(ctx.artifact("prompts/turn.md"))
     prompts = {mode: ctx.artifact(f"prompts/system_{mode}.md").read_text() for mode in ("stripped", "stuffed")}
-    sft_stage = next((s for s in recipe.stages if s.kind == "sft"), None)
     terms = SchemaTerms.from_schema(recipe.schema_)
     max_new = max((s.max_new_tokens for s in recipe.stages if s.kind == "grpo"), default=256)
-    models = {"craft": lambda: ctx.input_dir("grpo") / "final", "sft_only": lambda: ctx.input_dir("sft") / "final",
-              "stuffed": lambda: _stuffed_model(ctx, sft_stage)}
+    models = {"craft": lambda: ctx.input_dir("grpo") / "final", "sft_only": lambda: _sft_model(ctx, "craft"),
+              "stuffed": lambda: _sft_model(ctx, "stuffed")}
     (ctx.out_dir / "episodes").mkdir(parents=True, exist_ok=True)
     results = {}
     with SandboxPool(2, ctx.input_dir("world") / "warehouse.duckdb", SandboxLimits(),
@@ -120,7 +112,7 @@ def run_eval(ctx):
                           "".join(json.dumps(e.to_dict(), sort_keys=True) + "\n" for e in episodes))
             results[arm] = split_summaries(episodes, ctx.seed)
     report = {"arms": list(recipe.eval.arms), "instances": len(tasks), "results": results,
-              "prompts": ARM_PROMPTS, "stuffed_training": "eval step, runtime.train.sft.train_sft on dataset/stuffed"}
+              "prompts": ARM_PROMPTS, "stuffed_training": "sft step, the same stage settings on dataset/stuffed"}
     _write_atomic(ctx.out_dir / "eval.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
     flat = {f"{arm}.{m}": v["value"] for arm, r in results.items() for m, v in r["all"].items()}
     return StepResult(metrics=flat, outputs=("eval.json", *[f"episodes/{a}.jsonl" for a in results]))

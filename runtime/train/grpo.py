@@ -375,7 +375,7 @@ def job_from_context(ctx) -> GRPOJob:
     stage = next((s for s in recipe.stages if s.kind == "grpo"), None)
     if stage is None:
         raise GRPOSetupError("the recipe has no grpo stage; add `stage grpo { from sft ... }`")
-    sft_final = ctx.input_dir("sft") / "final"
+    sft_final = ctx.input_dir("sft") / "craft" / "final"
     # The gate step keeps every instance with its split; GRPO trains on `train` only,
     # so held-out instances never shape the policy.
     all_instances = json.loads((ctx.input_dir("gate") / "instances.json").read_text())
