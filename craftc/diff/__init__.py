@@ -1,15 +1,16 @@
 """Plan diffs: compute what differs between two plans as data, then render it."""
 
 from craftc.diff.compute import diff_plans
-from craftc.diff.model import AttributeChange, FileChange, Impact, PlanDiff, ResourceChange
-from craftc.diff.render import plan_line, render_json, render_markdown, render_text
+from craftc.diff.classify import CATEGORIES, classify_schema, schema_verdict
+from craftc.diff.model import AttributeChange, FileChange, Impact, PlanDiff, ResourceChange, SchemaChange
+from craftc.diff.render import plan_line, verdict_line, render_json, render_markdown, render_text
 from craftc.diff.sources import (
     CompileFailed, DiffInputError, PlanSide, load_rev_side, load_side, read_plan_dir, recipe_at_rev,
 )
 
 __all__ = [
-    "diff_plans", "AttributeChange", "FileChange", "Impact", "PlanDiff", "ResourceChange",
-    "plan_line", "render_json", "render_markdown", "render_text",
+    "diff_plans", "AttributeChange", "FileChange", "Impact", "PlanDiff", "ResourceChange", "SchemaChange",
+    "CATEGORIES", "classify_schema", "schema_verdict", "plan_line", "verdict_line", "render_json", "render_markdown", "render_text",
     "CompileFailed", "DiffInputError", "PlanSide", "load_rev_side", "load_side", "read_plan_dir", "recipe_at_rev",
     "diff_sides",
 ]

@@ -7,6 +7,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from craftc.diff.classify import classify_schema, schema_verdict
 from craftc.diff.model import AttributeChange, FileChange, Impact, PlanDiff, ResourceChange
 from craftc.diff.resources import RESOURCE_KINDS, plan_resources
 
@@ -168,6 +169,8 @@ def diff_plans(before: dict, after: dict, before_files: Mapping[str, bytes], aft
     files = diff_files(before_files, after_files)
     resources = _with_solution_edits(diff_resources(before, after), files, before_files, after_files)
     counts = {action: sum(1 for r in resources if r.action == action) for action in ("add", "change", "remove")}
+    schema_changes = tuple(classify_schema(before, after, before_files, after_files))
     return PlanDiff(before=before_label, after=after_label, resources=tuple(resources),
                     files=tuple(files),
-                    impacts=tuple(schema_impacts(resources, before, after)), counts=counts)
+                    impacts=tuple(schema_impacts(resources, before, after)),
+                    schema_changes=schema_changes, verdict=schema_verdict(schema_changes), counts=counts)

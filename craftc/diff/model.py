@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Action", "AttributeChange", "ResourceChange", "FileChange", "Impact", "PlanDiff"]
+__all__ = ["Action", "AttributeChange", "ResourceChange", "FileChange", "Impact", "SchemaChange", "PlanDiff"]
 
 Action = Literal["add", "change", "remove"]
 
@@ -56,6 +56,20 @@ class Impact:
 
 
 @dataclass(frozen=True)
+class SchemaChange:
+    """One schema change and its class: ``binding-only``, ``doc-only``, ``additive`` or ``breaking``.
+
+    See :mod:`craftc.diff.classify` for what each class means for a trained model.
+    """
+
+    address: str                           # entity.Campaign, entity.Campaign.fields.daily_budget, metric.ctr
+    category: str
+    change: str                            # what happened, in words: "field removed", "table "a" -> "b""
+    workflows: tuple[str, ...] = ()        # workflows that read the part (or, when added, use it)
+    fix: str = ""
+
+
+@dataclass(frozen=True)
 class PlanDiff:
     """Everything that differs between plan ``before`` and plan ``after``."""
 
@@ -64,6 +78,8 @@ class PlanDiff:
     resources: tuple[ResourceChange, ...] = ()
     files: tuple[FileChange, ...] = ()
     impacts: tuple[Impact, ...] = ()
+    schema_changes: tuple[SchemaChange, ...] = ()
+    verdict: str = ""                      # the dearest class of the schema changes; "" when none
     counts: dict[str, int] = field(default_factory=dict)
 
     @property

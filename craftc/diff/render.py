@@ -12,7 +12,7 @@ from typing import Any
 
 from craftc.diff.model import PlanDiff, ResourceChange
 
-__all__ = ["render_text", "render_markdown", "render_json", "plan_line"]
+__all__ = ["render_text", "render_markdown", "render_json", "plan_line", "verdict_line"]
 
 _SYMBOL = {"add": "+", "change": "~", "remove": "-"}
 _LEGEND = {"add": "add", "change": "change in place", "remove": "remove"}
@@ -28,6 +28,42 @@ def plan_line(diff: PlanDiff) -> str:
     """``Plan: N to add, N to change, N to remove.``"""
     c = diff.counts
     return f"Plan: {c.get('add', 0)} to add, {c.get('change', 0)} to change, {c.get('remove', 0)} to remove."
+
+
+def _workflows_of(diff: PlanDiff, category: str) -> list[str]:
+    return sorted({w for c in diff.schema_changes if c.category == category for w in c.workflows})
+
+
+def verdict_line(diff: PlanDiff) -> str:
+    """``Schema change: <class> (<what it means>)``, or "" when the schema did not change."""
+    if not diff.verdict:
+        return ""
+    if diff.verdict == "breaking":
+        names = _workflows_of(diff, "breaking")
+        reach = f"{len(names)} workflow{'s' if len(names) != 1 else ''} read removed or changed parts"
+        meaning = f"retrain: the model learned names that changed; {reach}"
+    elif diff.verdict == "additive":
+        names = _workflows_of(diff, "additive")
+        meaning = (f"distill new data for {len(names)} workflow{'s' if len(names) != 1 else ''}; existing data stays valid"
+                   if names else "no workflow uses the new parts yet; no retraining needed until one does")
+    elif diff.verdict == "doc-only":
+        meaning = "no retraining needed; the stuffed baseline's prompt changes"
+    else:
+        meaning = "no retraining needed"
+    return f"Schema change: {diff.verdict} ({meaning})"
+
+
+def _change_lines(diff: PlanDiff, indent: str) -> list[str]:
+    width = max(len(c.category) for c in diff.schema_changes) + 2
+    lines = []
+    for change in diff.schema_changes:
+        lines.append(f"{indent}{change.category:<{width}}{change.address}: {change.change}")
+        if change.workflows or change.category == "additive":
+            names = ", ".join(change.workflows) or "(none yet)"
+            lines.append(f"{indent}{'':<{width}}  workflows: {names}")
+        if change.fix and change.category == "breaking":
+            lines.append(f"{indent}{'':<{width}}  fix: {change.fix}")
+    return lines
 
 
 def _resource_lines(resource: ResourceChange, symbols: dict[str, str], indent: str) -> list[str]:
@@ -83,6 +119,9 @@ def render_text(diff: PlanDiff) -> str:
         lines.append("")
     if diff.impacts:
         lines += ["Impact of the schema changes:"] + _impact_lines(diff, "  ") + [""]
+    if diff.schema_changes:
+        lines += ["Impact (each schema change and its class):"] + _change_lines(diff, "  ") + [""]
+        lines += [verdict_line(diff)]
     lines.append(plan_line(diff))
     return "\n".join(lines) + "\n"
 
@@ -90,6 +129,8 @@ def render_text(diff: PlanDiff) -> str:
 def render_markdown(diff: PlanDiff) -> str:
     """A pull-request comment: summary in a ``diff`` block, file diffs folded, impact as a list."""
     lines = [f"### craft plan diff: `{diff.before}` → `{diff.after}`", "", f"**{plan_line(diff)}**", ""]
+    if diff.verdict:
+        lines += [f"**{verdict_line(diff)}**", ""]
     if diff.same:
         lines.append("No changes: the two plans are identical.")
         return "\n".join(lines) + "\n"
@@ -107,6 +148,13 @@ def render_markdown(diff: PlanDiff) -> str:
                      for label in ("workflows", "metrics", "prompts", "bindings", "stages") if getattr(impact, label)]
             lines.append(f"- `{impact.address}` touches " + "; ".join(parts))
         lines.append("")
+    if diff.schema_changes:
+        lines += ["#### Impact", "", "| class | change | workflows | fix |", "|---|---|---|---|"]
+        for c in diff.schema_changes:
+            cells = (f"`{c.category}`", f"`{c.address}`: {c.change}", ", ".join(f"`{w}`" for w in c.workflows),
+                     c.fix if c.category == "breaking" else "")
+            lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+        lines.append("")
     if diff.files:
         lines += [f"#### Changed files ({len(diff.files)})", ""]
         for change in diff.files:
@@ -123,4 +171,5 @@ def render_json(diff: PlanDiff) -> str:
     """The JSON twin: every field of the diff, sorted keys."""
     data = diff.to_dict()
     data["plan"] = plan_line(diff)
+    data["verdict_line"] = verdict_line(diff)
     return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
