@@ -1,0 +1,1 @@
+"""Shared helpers for tests/evolution live in evolution_support.py (a uniquely named module)."""

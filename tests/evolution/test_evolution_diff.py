@@ -1,0 +1,80 @@
+"""`craftc diff` classifies every schema change between two versions of the ads warehouse.
+
+ads.craft -> ads_v1_1.craft moves tables and renames columns only: binding-only, no
+retraining. ads.craft -> ads_v2.craft adds, deprecates, renames, removes and retypes
+logical parts: breaking, with the workflows each change reaches.
+"""
+
+from __future__ import annotations
+
+import json
+
+from evolution_support import check_golden, craftc, recipe_tree
+
+V1 = "recipes/ads_analytics.craft"
+V2 = "recipes/ads_analytics_v2.craft"
+
+
+def test_v1_to_v2_text_diff_matches_golden():
+    result = craftc("diff", V1, V2)
+    assert result.returncode == 2, result.stderr
+    check_golden("ads_v1_v2.txt", result.stdout)
+
+
+def test_v1_to_v2_json_diff_matches_golden():
+    result = craftc("diff", V1, V2, "--format", "json")
+    assert result.returncode == 2, result.stderr
+    check_golden("ads_v1_v2.json", result.stdout)
+
+
+def test_v1_to_v2_is_breaking_and_names_what_breaks():
+    data = json.loads(craftc("diff", V1, V2, "--format", "json").stdout)
+    assert data["verdict"] == "breaking"
+    by_address = {}
+    for change in data["schema_changes"]:
+        by_address.setdefault(change["address"], []).append(change)
+    removed = by_address["entity.Campaign.fields.daily_budget"]
+    assert [(c["category"], c["change"], c["workflows"]) for c in removed] == \
+        [("breaking", "field removed", ["budget_pacing"])]
+    assert "restore `Campaign.daily_budget`" in removed[0]["fix"]
+    renamed = by_address["entity.Ad.fields.final_url"][0]
+    assert (renamed["category"], renamed["change"]) == ("breaking", "field renamed `final_url` -> `landing_page_url`")
+    retyped = {c["change"]: c for c in by_address["entity.Keyword.fields.quality_score"]}
+    assert retyped["type int -> float"]["workflows"] == ["keyword_quality"]
+    assert retyped['column "qs_nbr" -> "qs_val"']["category"] == "binding-only"
+    assert by_address["entity.Product"][0]["category"] == "additive"
+    assert by_address["metric.cost_per_view"][0]["category"] == "additive"
+    assert by_address["entity.Ad.fields.ad_strength"][0]["category"] == "additive"
+    deprecated = by_address["entity.Advertiser.fields.is_active"][0]
+    assert deprecated["category"] == "doc-only" and deprecated["change"].startswith("deprecated:")
+    moved = by_address["entity.Conversion"][0]
+    assert (moved["category"], moved["change"]) == ("binding-only", 'table "adw.f_conv" -> "mart.fct_conversion"')
+    assert data["verdict_line"].startswith("Schema change: breaking (retrain")
+
+
+def test_v1_to_v1_1_is_binding_only(tmp_path):
+    before = recipe_tree(tmp_path / "v1", "ads.craft")
+    after = recipe_tree(tmp_path / "v1_1", "ads_v1_1.craft", spec_name="ads_v1_1.craft")
+    text = craftc("diff", before, after)
+    data = json.loads(craftc("diff", before, after, "--format", "json").stdout)
+    assert text.returncode == 2, text.stderr
+    assert data["verdict"] == "binding-only"
+    assert {c["category"] for c in data["schema_changes"]} == {"binding-only"}
+    assert len(data["schema_changes"]) == 17
+    assert "Schema change: binding-only (no retraining needed)" in text.stdout.splitlines()
+    # Only the binding SQL changes: prompts, solutions and stage configs are byte-identical.
+    assert [f["path"] for f in data["files"]] == ["sql/binding.sql"]
+
+
+def test_markdown_diff_has_an_impact_table_and_the_verdict():
+    markdown = craftc("diff", V1, V2, "--format", "markdown").stdout
+    assert "**Schema change: breaking (retrain" in markdown
+    assert "#### Impact\n\n| class | change | workflows | fix |" in markdown
+    assert "| `breaking` | `entity.Campaign.fields.daily_budget`: field removed | `budget_pacing` |" in markdown
+
+
+def test_identical_plans_have_no_verdict_and_exit_0():
+    result = craftc("diff", V2, V2, "--format", "json")
+    data = json.loads(result.stdout)
+    assert result.returncode == 0
+    assert (data["verdict"], data["schema_changes"]) == ("", [])
