@@ -1,8 +1,10 @@
-"""One job, inside a process freshly forked from the worker; never returns.
+"""One job, inside a process freshly forked from the worker.
 
 A fresh fork per job is what makes reuse safe: whatever agent code patches
 (modules, builtins, the API object, DuckDB session state) dies with this
-process, and the next job forks again from the untouched worker.
+process, and the next job runs in another process forked from the untouched
+worker. The worker forks that process ahead of time; it isolates itself and
+then waits on a pipe for its one job.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import duckdb
 import pandas as pd
 
 from . import guards
-from .protocol import write_frame
+from .protocol import read_frame, write_frame
 from .result import frame_to_bytes, to_frame
 
 
@@ -57,6 +59,22 @@ class TailBuffer:
         return "".join(self.parts)[-self.tail_chars:]
 
 
+class Spans:
+    """Milliseconds spent in each step since the previous mark (for profiling the job path)."""
+
+    def __init__(self, since: float | None):
+        self.last = since if since is not None else time.monotonic()
+        self.durations: dict[str, float] = {}
+
+    def mark(self, name: str) -> None:
+        now = time.monotonic()
+        self.durations[name] = round(1000 * (now - self.last), 3)
+        self.last = now
+
+    def restart(self) -> None:
+        self.last = time.monotonic()
+
+
 def _close_inherited_fds(keep: set[int]) -> None:
     for name in os.listdir("/proc/self/fd"):
         fd = int(name)
@@ -88,20 +106,29 @@ def _classify(exc: BaseException, violations: list, stdout: TailBuffer) -> tuple
     return "RuntimeError", kind, message
 
 
-def run_job(job: dict, ctx: dict, out_fd: int) -> None:
-    """Isolate, execute `job["code"]`, report on `out_fd`, exit. Runs in the forked child."""
-    started = time.process_time()
+def serve_one_job(ctx: dict, temp_dir: str, uid: int, job_fd: int, out_fd: int) -> None:
+    """Isolate this process, wait for one job on `job_fd`, run it, report on `out_fd`.
+
+    Runs in a process the worker forks *before* the job arrives, so forking and
+    isolating happen while the previous job still runs; the job itself only pays
+    for compiling and executing its code.
+    """
+    spans = Spans(ctx.get("forked_at"))
     limits, layers, violations = ctx["limits"], {}, []
     guards.die_with_parent()
-    _close_inherited_fds(keep={out_fd, *ctx["keep_fds"]})
-    os.chdir(job["temp_dir"])
-    os.environ.update(TMPDIR=job["temp_dir"], HOME=job["temp_dir"])
+    spans.mark("child_start")
+    _close_inherited_fds(keep={job_fd, out_fd, *ctx["keep_fds"]})
+    os.chdir(temp_dir)
+    os.environ.update(TMPDIR=temp_dir, HOME=temp_dir)
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # native code printing must not reach the host's terminal
         os.dup2(devnull, fd)
     os.close(devnull)
-    layers["uid_drop"] = limits.drop_privileges and guards.drop_privileges(job["uid"])
+    spans.mark("fds_tmp")
+    layers["uid_drop"] = limits.drop_privileges and guards.drop_privileges(uid)
+    spans.mark("uid_drop")
     layers.update(guards.apply_rlimits(limits))
+    spans.mark("rlimits")
     layers["private_tmp"] = True
     # Imports after this point search only the interpreter's own directories,
     # never the host's working tree.
@@ -109,10 +136,20 @@ def run_job(job: dict, ctx: dict, out_fd: int) -> None:
     stdout = TailBuffer(limits.max_stdout_chars, limits.max_stdout_total_chars)
     sys.stdout = sys.stderr = stdout
     api = ctx["api_factory"](ctx["con"])
-    layers["audit_hook"] = limits.audit_hook and guards.install_audit_hook(job["temp_dir"], ctx["read_roots"], violations)
+    spans.mark("api_factory")
+    layers["audit_hook"] = limits.audit_hook and guards.install_audit_hook(temp_dir, ctx["read_roots"], violations)
+    spans.mark("audit_hook")
     # Layers are reported before agent code runs, so agent code cannot forge them.
     write_frame(out_fd, {"kind": "layers", "layers": layers})
+    job, _ = read_frame(job_fd)
+    spans.restart()  # what follows is the job's own time, measured from its arrival
+    report, payload = run_agent_code(job, api, violations, stdout, limits, spans)
+    report["spans"] = spans.durations
+    write_frame(out_fd, report, payload)
 
+
+def run_agent_code(job: dict, api, violations: list, stdout: "TailBuffer", limits, spans: "Spans") -> tuple[dict, bytes]:
+    """Compile and execute agent code in this (already isolated) process; returns the report and payload."""
     report = {"kind": "result", "ok": False, "error_class": None, "error_type": None,
               "error_message": None, "result_rows": 0}
     payload = b""
@@ -125,6 +162,7 @@ def run_job(job: dict, ctx: dict, out_fd: int) -> None:
         report.update(error_class="SyntaxError", error_type=type(exc).__name__,
                       error_message=f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}{line}")
         compiled = None
+    spans.mark("compile")
     if compiled is not None:
         # Agent code may break builtins or sys.modules for fun; the report below
         # needs them, so they are put back first (the process dies right after).
@@ -135,6 +173,7 @@ def run_job(job: dict, ctx: dict, out_fd: int) -> None:
             finally:
                 builtins.__dict__.update(saved_builtins)
                 sys.modules.update(saved_modules)
+                spans.mark("exec")
             payload = _package_result(agent_globals, report, limits)
         except BaseException as exc:  # noqa: BLE001 - every failure of agent code is a report
             report.update(zip(("error_class", "error_type", "error_message"), _classify(exc, violations, stdout)))
@@ -145,8 +184,8 @@ def run_job(job: dict, ctx: dict, out_fd: int) -> None:
     calls = getattr(api, "calls", ())
     report["api_calls"] = [str(c)[:200] for c in list(calls)[:1000]] if isinstance(calls, (list, tuple)) else []
     report["stdout_tail"] = stdout.tail()
-    report["child_cpu_s"] = time.process_time() - started
-    write_frame(out_fd, report, payload)
+    spans.mark("package")
+    return report, payload
 
 
 def _package_result(agent_globals: dict, report: dict, limits) -> bytes:

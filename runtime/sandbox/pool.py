@@ -109,7 +109,8 @@ def _failure(reply: dict, limits: SandboxLimits) -> tuple[str, str]:
 def build_result(reply: dict, payload: bytes, limits: SandboxLimits, slot: int) -> ExecResult:
     report = reply.get("report") if isinstance(reply.get("report"), dict) else None
     common = {"wall_s": float(reply.get("wall_s", 0.0)), "cpu_s": float(reply.get("cpu_s", 0.0)),
-              "layers": {str(k): bool(v) for k, v in reply.get("layers", {}).items()}, "worker_slot": slot}
+              "layers": {str(k): bool(v) for k, v in reply.get("layers", {}).items()}, "worker_slot": slot,
+              "timings": {str(k): float(v) for k, v in (reply.get("spans") or {}).items() if isinstance(v, (int, float))}}
     if report is None or reply.get("failure") in ("Timeout", "OutputLimit"):
         error_class, message = _failure(reply, limits)
         return ExecResult(ok=False, error_class=error_class, error_message=message, **common)

@@ -43,6 +43,7 @@ class ExecResult:
     api_calls: tuple[str, ...] = ()
     layers: dict[str, bool] = field(default_factory=dict)
     worker_slot: int = -1
+    timings: dict[str, float] = field(default_factory=dict)  # milliseconds per step, for profiling
 
     def __post_init__(self) -> None:
         if self.error_class is not None and self.error_class not in ERROR_CLASSES:

@@ -1,9 +1,11 @@
 """The warm worker: a clean interpreter that never runs agent code itself.
 
 Started by the pool as `python -m runtime.sandbox.worker`. It imports the heavy
-libraries, opens the read-only warehouse connection and warms it up once; then,
-for each job, forks a job process (see `child.run_job`), enforces the wall
-timeout on it, collects its report and rusage, and answers the pool.
+libraries, opens the read-only warehouse connection and warms it up once. It
+keeps one job process forked ahead (`PreparedChild`, running `child.serve_one_job`):
+already isolated, it waits for its job on a pipe. For each job the worker hands
+it the code, enforces the wall timeout, collects its report, answers the pool,
+and only then kills and reaps that process and forks the next one.
 
 Protocol (frames from `protocol`): pool -> worker `init`, then `job`s; worker ->
 pool `ready`, then one `reply` per job. Stdin/stdout carry the frames.
@@ -34,7 +36,7 @@ import pyarrow  # noqa: F401
 import duckdb
 
 from . import guards
-from .child import run_job
+from .child import serve_one_job
 from .limits import SandboxLimits
 from .protocol import FrameError, FrameTimeout, read_frame, write_frame
 
@@ -84,49 +86,115 @@ def _load_factory(spec: str):
     return factory
 
 
-def _reap(pid: int) -> tuple[int, float, int]:
-    _, status, usage = os.wait4(pid, 0)
-    return status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+class PreparedChild:
+    """A job process forked ahead of time: isolated, waiting on `job_fd` for its one job."""
 
+    def __init__(self, ctx: dict, jobs_root: str, uid: int):
+        self.temp_dir = tempfile.mkdtemp(prefix="job-", dir=jobs_root)
+        if os.geteuid() == 0 and ctx["limits"].drop_privileges:
+            os.chown(self.temp_dir, uid, uid)
+        job_read, self.job_fd = os.pipe()
+        self.result_fd, result_write = os.pipe()
+        forked_at = time.monotonic()
+        self.pid = os.fork()
+        if self.pid == 0:  # job process
+            try:
+                os.close(self.job_fd)
+                os.close(self.result_fd)
+                serve_one_job({**ctx, "forked_at": forked_at}, self.temp_dir, uid, job_read, result_write)
+            except BaseException:  # noqa: BLE001 - the worker reports the missing result
+                os._exit(70)
+            os._exit(0)
+        self.fork_ms = round(1000 * (time.monotonic() - forked_at), 3)
+        os.close(job_read)
+        os.close(result_write)
+        self.status: int | None = None
+        self.cpu_s = 0.0
+        self.maxrss_kb = 0
 
-def run_one(job: dict, ctx: dict, jobs_root: str, slot: int) -> tuple[dict, bytes]:
-    limits: SandboxLimits = ctx["limits"]
-    temp_dir = tempfile.mkdtemp(prefix="job-", dir=jobs_root)
-    uid = limits.sandbox_uid_base + slot
-    if os.geteuid() == 0 and limits.drop_privileges:
-        os.chown(temp_dir, uid, uid)
-    read_fd, write_fd = os.pipe()
-    started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:  # job process
+    def alive(self) -> bool:
+        if self.status is None and os.waitpid(self.pid, os.WNOHANG)[0] == self.pid:
+            self.status = -1  # reaped here: the usage is unknown, and unneeded for a process that never ran a job
+        return self.status is None
+
+    def send(self, job: dict) -> bool:
+        """Hand the job over; False when the process is already gone."""
         try:
-            os.close(read_fd)
-            run_job({**job, "temp_dir": temp_dir, "uid": uid}, ctx, write_fd)
-        except BaseException:  # noqa: BLE001 - the parent reports the missing result
-            os._exit(70)
-        os._exit(0)
-    os.close(write_fd)
-    deadline = started + limits.wall_timeout_s
-    cap = limits.max_result_bytes + limits.max_stdout_chars * 4 + (1 << 20)
+            write_frame(self.job_fd, job)
+            return True
+        except OSError:
+            return False
+
+    def reap(self, kill: bool = False) -> None:
+        """Wait for the process (killing it first if asked) and keep its status and usage."""
+        if self.status is not None:
+            return
+        if kill:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        _, self.status, usage = os.wait4(self.pid, 0)
+        self.cpu_s, self.maxrss_kb = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+
+    def cpu_so_far(self) -> float:
+        """CPU seconds the (still running) process used, from the kernel's per-thread accounting."""
+        total_ns = 0
+        try:
+            for task in os.listdir(f"/proc/{self.pid}/task"):
+                with open(f"/proc/{self.pid}/task/{task}/schedstat") as stat:
+                    total_ns += int(stat.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            self.reap(kill=True)  # no /proc: fall back to the exit usage
+            return self.cpu_s
+        return total_ns / 1e9
+
+    def retire(self) -> None:
+        """Kill (it has reported or failed), reap and remove its temp dir."""
+        for fd in (self.job_fd, self.result_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.reap(kill=True)
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+def run_one(child: PreparedChild, job: dict, ctx: dict) -> tuple[dict, bytes]:
+    """Give `job` to a prepared job process and collect its report within the limits."""
+    limits: SandboxLimits = ctx["limits"]
+    started = time.monotonic()
     layers, report, payload, failure = {}, None, b"", None
-    try:
-        header, _ = read_frame(read_fd, deadline, cap)
-        layers = header.get("layers", {}) if isinstance(header.get("layers"), dict) else {}
-        report, payload = read_frame(read_fd, deadline, cap)
-    except FrameTimeout:
-        failure = "Timeout"
-    except FrameError as exc:
-        failure = "OutputLimit" if "exceeds the cap" in str(exc) else "Exited"
-    if failure in ("Timeout", "OutputLimit"):
-        os.kill(pid, signal.SIGKILL)
-    os.close(read_fd)
-    status, cpu_s, maxrss_kb = _reap(pid)
+    if not child.send(job):
+        failure = "Exited"
+    else:
+        deadline = started + limits.wall_timeout_s
+        cap = limits.max_result_bytes + limits.max_stdout_chars * 4 + (1 << 20)
+        try:
+            header, _ = read_frame(child.result_fd, deadline, cap)
+            layers = header.get("layers", {}) if isinstance(header.get("layers"), dict) else {}
+            report, payload = read_frame(child.result_fd, deadline, cap)
+        except FrameTimeout:
+            failure = "Timeout"
+        except FrameError as exc:
+            failure = "OutputLimit" if "exceeds the cap" in str(exc) else "Exited"
     wall_s = time.monotonic() - started
-    shutil.rmtree(temp_dir, ignore_errors=True)
+    if report is not None and failure is None:
+        # The job has reported: its exit status tells nothing more, so the reply
+        # goes out now and the process is killed and reaped after it.
+        cpu_s, maxrss_mb, sig, exit_code = child.cpu_so_far(), 0.0, None, None
+    else:
+        child.reap(kill=failure in ("Timeout", "OutputLimit"))
+        status = child.status
+        cpu_s, maxrss_mb = child.cpu_s, child.maxrss_kb / 1024
+        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+        exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+    spans = {"fork": child.fork_ms, "job": round(1000 * wall_s, 3)}
+    if isinstance(report, dict) and isinstance(report.get("spans"), dict):
+        spans.update({f"job.{k}": v for k, v in report["spans"].items() if isinstance(v, (int, float))})
     reply = {"kind": "reply", "layers": {**ctx["layers"], **layers}, "report": report,
-             "failure": failure, "wall_s": wall_s, "cpu_s": cpu_s, "maxrss_mb": maxrss_kb / 1024,
-             "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-             "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None}
+             "failure": failure, "wall_s": wall_s, "cpu_s": cpu_s, "maxrss_mb": maxrss_mb,
+             "signal": sig, "exit_code": exit_code, "spans": spans}
     return reply, payload
 
 
@@ -162,7 +230,9 @@ def main() -> None:
     gc.collect()
     gc.freeze()
     write_frame(out_fd, {"kind": "ready", "ok": True, "layers": ctx["layers"], "pid": os.getpid()})
+    uid, child = limits.sandbox_uid_base + init["slot"], None
     try:
+        child = PreparedChild(ctx, jobs_root, uid)
         while True:
             try:
                 job, _ = read_frame(in_fd)
@@ -170,9 +240,18 @@ def main() -> None:
                 return  # the pool closed the pipe
             if job.get("kind") == "close":
                 return
-            reply, payload = run_one(job, ctx, jobs_root, init["slot"])
+            if not child.alive():  # died while waiting (it never ran agent code): replace it
+                child.retire()
+                child = PreparedChild(ctx, jobs_root, uid)
+            reply, payload = run_one(child, job, ctx)
             write_frame(out_fd, reply, payload)
+            # After the reply, off the pool's clock: end this job's process, then
+            # (never before: one job process per worker at a time) prepare the next.
+            child.retire()
+            child = PreparedChild(ctx, jobs_root, uid)
     finally:
+        if child is not None:
+            child.retire()
         shutil.rmtree(jobs_root, ignore_errors=True)
 
 

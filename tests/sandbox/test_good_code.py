@@ -51,6 +51,13 @@ def test_timing_fields_are_measured(pool):
     assert 0 < run.cpu_s < run.wall_s + 0.5 and 0 < run.wall_s < 4
 
 
+def test_timings_split_a_job_into_steps(pool):
+    run = pool.run("s = sum(range(2_000_000))\nresult = s")
+    # fork and job are measured by the worker; job.* steps are reported by the job process.
+    assert {"fork", "job", "job.uid_drop", "job.audit_hook", "job.compile", "job.exec", "job.package"} <= set(run.timings)
+    assert run.timings["job.exec"] > 5 and run.timings["job"] >= run.timings["job.exec"]
+
+
 def test_api_calls_are_reported_in_order(pool):
     run = pool.run("api.list_entities()\napi.list_entities()\nresult = api.query('SELECT 1 AS x')")
     assert run.api_calls == ("list_entities", "list_entities", "query")

@@ -71,6 +71,36 @@ def test_dropped_uid_cannot_signal_its_worker(hookless_pool):
     assert hookless_pool.run("result = 1").ok
 
 
+# The worker forks the next job's process ahead of time, but only after the current
+# job's process is dead: a running job never has a sibling it could signal or tamper with.
+_SIGNAL_SIBLINGS = """
+import os
+me, parent, answers = os.getpid(), os.getppid(), []
+for name in os.listdir('/proc'):
+    if not name.isdigit() or int(name) == me:
+        continue
+    try:
+        stat = open(f'/proc/{name}/stat').read()
+    except OSError:
+        continue
+    if int(stat.rsplit(')', 1)[1].split()[1]) != parent:
+        continue
+    try:
+        os.kill(int(name), 9)
+        answers.append('killed')
+    except OSError as exc:
+        answers.append(errno.errorcode[exc.errno])
+result = {'siblings': len(answers), 'answers': ','.join(answers), 'uid': os.getuid()}
+"""
+
+
+def test_a_running_job_has_no_sibling_in_its_worker_to_reach(hookless_pool):
+    for _ in range(3):  # each run leaves the next job's process prepared and waiting
+        run = hookless_pool.run("import errno" + _SIGNAL_SIBLINGS)
+        assert run.ok and run.layers["uid_drop"], run.error_message
+        assert (run.result_frame["siblings"][0], run.result_frame["answers"][0]) == (0, "")
+
+
 def test_rlimit_fsize_stops_big_files(hookless_pool):
     run = hookless_pool.run("open('big.bin', 'wb').write(b'x' * (8 << 20))")
     assert run.layers["rlimit_fsize"] and run.error_class == "OutputLimit"
