@@ -19,10 +19,15 @@ def craftc(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     return subprocess.run([*CRAFTC, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
-def recipe_tree(root: Path, spec: str, spec_name: str = "ads.craft") -> Path:
+V2_SOLUTIONS = {"../examples/ads/solutions/budget_pacing.py": "../examples/ads_v2/solutions/budget_pacing.py"}
+
+
+def recipe_tree(root: Path, spec: str, spec_name: str = "ads.craft", solutions: dict[str, str] | None = None) -> Path:
     """``root/recipes/ads_analytics.craft`` (the real ads recipe) on ``schema_specs/<spec>`` copied as ``spec_name``.
 
-    The examples dir is linked, so solution paths resolve as in the repo.
+    The examples dir is linked, so solution paths resolve as in the repo; ``solutions``
+    maps solution paths to the ones this tree uses instead. Deriving every version from
+    the current ads recipe keeps its other settings out of the schema diffs.
     """
     (root / "recipes").mkdir(parents=True)
     (root / "schema_specs").mkdir()
@@ -30,6 +35,9 @@ def recipe_tree(root: Path, spec: str, spec_name: str = "ads.craft") -> Path:
     (root / "examples").symlink_to(REPO / "examples", target_is_directory=True)
     text = (REPO / "recipes/ads_analytics.craft").read_text(encoding="utf-8")
     text = text.replace('uses schema "../schema_specs/ads.craft"', f'uses schema "../schema_specs/{spec_name}"')
+    for old, new in (solutions or {}).items():
+        assert f'"{old}"' in text, old
+        text = text.replace(f'"{old}"', f'"{new}"')
     recipe = root / "recipes/ads_analytics.craft"
     recipe.write_text(text, encoding="utf-8")
     return recipe

@@ -9,26 +9,40 @@ from __future__ import annotations
 
 import json
 
-from evolution_support import check_golden, craftc, recipe_tree
+import pytest
+from evolution_support import V2_SOLUTIONS, check_golden, craftc, recipe_tree
 
-V1 = "recipes/ads_analytics.craft"
-V2 = "recipes/ads_analytics_v2.craft"
+V1 = "v1/recipes/ads_analytics.craft"
+V2 = "v2/recipes/ads_analytics.craft"
 
 
-def test_v1_to_v2_text_diff_matches_golden():
-    result = craftc("diff", V1, V2)
+@pytest.fixture(scope="module")
+def versions(tmp_path_factory):
+    """The ads recipe on the v1 and v2 specs (v2 with its adapted budget_pacing solution), side by side."""
+    root = tmp_path_factory.mktemp("versions")
+    recipe_tree(root / "v1", "ads.craft")
+    recipe_tree(root / "v2", "ads_v2.craft", spec_name="ads_v2.craft", solutions=V2_SOLUTIONS)
+    return root
+
+
+def diff(root, *args):
+    return craftc("diff", V1, V2, *args, cwd=root)
+
+
+def test_v1_to_v2_text_diff_matches_golden(versions):
+    result = diff(versions)
     assert result.returncode == 2, result.stderr
     check_golden("ads_v1_v2.txt", result.stdout)
 
 
-def test_v1_to_v2_json_diff_matches_golden():
-    result = craftc("diff", V1, V2, "--format", "json")
+def test_v1_to_v2_json_diff_matches_golden(versions):
+    result = diff(versions, "--format", "json")
     assert result.returncode == 2, result.stderr
     check_golden("ads_v1_v2.json", result.stdout)
 
 
-def test_v1_to_v2_is_breaking_and_names_what_breaks():
-    data = json.loads(craftc("diff", V1, V2, "--format", "json").stdout)
+def test_v1_to_v2_is_breaking_and_names_what_breaks(versions):
+    data = json.loads(diff(versions, "--format", "json").stdout)
     assert data["verdict"] == "breaking"
     by_address = {}
     for change in data["schema_changes"]:
@@ -66,15 +80,15 @@ def test_v1_to_v1_1_is_binding_only(tmp_path):
     assert [f["path"] for f in data["files"]] == ["sql/binding.sql"]
 
 
-def test_markdown_diff_has_an_impact_table_and_the_verdict():
-    markdown = craftc("diff", V1, V2, "--format", "markdown").stdout
+def test_markdown_diff_has_an_impact_table_and_the_verdict(versions):
+    markdown = diff(versions, "--format", "markdown").stdout
     assert "**Schema change: breaking (retrain" in markdown
     assert "#### Impact\n\n| class | change | workflows | fix |" in markdown
     assert "| `breaking` | `entity.Campaign.fields.daily_budget`: field removed | `budget_pacing` |" in markdown
 
 
-def test_identical_plans_have_no_verdict_and_exit_0():
-    result = craftc("diff", V2, V2, "--format", "json")
+def test_identical_plans_have_no_verdict_and_exit_0(versions):
+    result = craftc("diff", V2, V2, "--format", "json", cwd=versions)
     data = json.loads(result.stdout)
     assert result.returncode == 0
     assert (data["verdict"], data["schema_changes"]) == ("", [])
