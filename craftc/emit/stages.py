@@ -82,7 +82,7 @@ def trl_config(recipe: Recipe, stage: Stage) -> dict:
         # TRL turns checkpointing on by default; on CPU it only costs time
         # (`activation_checkpointing` is transformers 5's name for it).
         "activation_checkpointing": not on_cpu,
-        "logging_steps": 10 if stage.kind == "sft" else 1,
+        "logging_steps": 1,
         "save_steps": 500,
         "report_to": "none",
     }

@@ -76,6 +76,25 @@ def stage_settings(trl_kwargs: dict, stage: Stage) -> dict:
     }
 
 
+def longest_example(model_dir: Path, dataset_dir: Path) -> int:
+    """Tokens of the longest conversation, rendered with the model's own chat template."""
+    from datasets import load_from_disk
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    rows = load_from_disk(str(dataset_dir))["messages"]
+    return max((len(tokenizer.apply_chat_template(m, tokenize=True, return_dict=True)["input_ids"])
+                for m in rows), default=0)
+
+
+def arm_max_length(stage_max: int, context: int, longest: int, longest_stripped: int) -> int:
+    """The stripped arm keeps the recipe's `max_length`; the stuffed arm gets the same
+    room for the conversation plus the extra tokens its schema-stuffed prompt takes, so
+    both arms train on the same content (capped by the model's context)."""
+    overhead = max(longest - longest_stripped, 0)
+    return min(max(stage_max, 1) + overhead, context)
+
+
 def _num_processes(accelerate_yaml: Path) -> int:
     import yaml
 
@@ -96,10 +115,18 @@ def run_sft_step(ctx: StepContext) -> StepResult:
 
     metrics: dict = {"base_model": str(model_dir.relative_to(ctx.out_dir)) if model_dir.is_relative_to(ctx.out_dir)
                      else stage.base}
+    context = _model_spec(ctx, stage).context
+    longest = {mode: longest_example(model_dir, data_dir / mode) for _, mode in ARMS}
     for arm, mode in ARMS:
+        max_length = arm_max_length(settings["max_length"], context, longest[mode], longest["stripped"])
+        metrics[f"{arm}_longest_example_tokens"] = longest[mode]
+        metrics[f"{arm}_max_length"] = max_length
+        if longest[mode] > max_length:
+            ctx.console.print(f"[yellow]![/] {arm}: the longest example has {longest[mode]} tokens, "
+                              f"more than max_length {max_length}; TRL truncates it (keeping the start)")
         out_dir = ctx.out_dir / arm
         config = {"model_dir": str(model_dir), "dataset_dir": str(data_dir / mode), "out_dir": str(out_dir),
-                  "stage": settings}
+                  "stage": {**settings, "max_length": max_length}}
         config_path = ctx.out_dir / f"{arm}_config.json"
         config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         cmd = accelerate_command(accelerate_yaml, _num_processes(accelerate_yaml), "runtime.train.sft", config_path)
