@@ -1,12 +1,17 @@
 """Gate throughput: candidates/s through gates 1 and 2 on the mini ads recipe, and the
 cost of the sandbox against plain in-process execution of the same code.
 
-Usage: .venv/bin/python benchmarks/gate.py [N_CANDIDATES]
+Each figure is taken REPEATS times (the machine may be shared): min / median. The
+plain side uses the sandbox's DuckDB settings (read-only, one thread). Reference
+solutions run once per instance turn (`TriGate.run_references`), inside the timing.
+
+Usage: .venv/bin/python benchmarks/gate.py [N_CANDIDATES] [REPEATS]
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 import time
@@ -16,11 +21,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "distill"))
 
 
-def main(n: int = 400) -> None:
+def main(n: int = 400, repeats: int = 2) -> None:
+    import statistics
+
     import duckdb
     from rich.console import Console
 
-    from conftest import FIXTURES, SEED, _run_step
+    from distill_support import FIXTURES, SEED, _run_step
     from craftc.emit.binding_sql import binding_sql
     from craftc.emit.compile import compile_to_dir
     from craftc.ir import Plan
@@ -49,25 +56,31 @@ def main(n: int = 400) -> None:
     candidates = [{**c, "candidate_id": f"{c['candidate_id']}#{k}"} for k, c in enumerate(candidates)]
     gate_only = recipe.gates.model_copy(update={"order": ("execution", "output")})
     bench_recipe = recipe.model_copy(update={"gates": gate_only})
+    codes = [(c["text"].split("<CODE>")[1].split("</CODE>")[0],
+              next(i for i in instances if i["instance_id"] == c["instance_id"])["params"]) for c in candidates[:100]]
+    api = WarehouseApi(duckdb.connect(str(db), read_only=True, config={"threads": 1}))
+    gated, sandboxed, plain = [], [], []
     with SandboxPool(2, db, sandbox_limits(recipe), API_FACTORY) as pool:
         gate_candidates(bench_recipe, instances, candidates[:8], pool)  # warm up
-        started = time.monotonic()
-        outcomes, _ = gate_candidates(bench_recipe, instances, candidates, pool)
-        gated_s = time.monotonic() - started
-        codes = [(c["text"].split("<CODE>")[1].split("</CODE>")[0], next(i for i in instances if i["instance_id"] == c["instance_id"])["params"]) for c in candidates[:100]]
-        started = time.monotonic()
-        pool.run_many(codes)
-        sandbox_s = time.monotonic() - started
-    api = WarehouseApi(duckdb.connect(str(db), read_only=True))
-    started = time.monotonic()
-    for code, params in codes:
-        execute_code(code, api, params)
-    plain_s = time.monotonic() - started
-    figures = {"candidates": len(outcomes), "gate12_candidates_per_s": round(len(outcomes) / gated_s, 1),
-               "sandbox_2_workers_s_per_100": round(sandbox_s, 2), "plain_1_process_s_per_100": round(plain_s, 2),
-               "sandbox_over_plain": round(sandbox_s / plain_s, 2)}
+        for _ in range(repeats):
+            started = time.perf_counter()
+            outcomes, _ = gate_candidates(bench_recipe, instances, candidates, pool)
+            gated.append(len(outcomes) / (time.perf_counter() - started))
+            started = time.perf_counter()
+            pool.run_many(codes)
+            sandboxed.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            for code, params in codes:
+                execute_code(code, api, params)
+            plain.append(time.perf_counter() - started)
+    spread = lambda values: {"min": round(min(values), 2), "median": round(statistics.median(values), 2)}  # noqa: E731
+    figures = {"candidates": len(outcomes), "instance_turns": len({(c["instance_id"], c["turn"]) for c in candidates}),
+               "load": round(os.getloadavg()[0], 1),
+               "gate12_candidates_per_s": spread(gated), "sandbox_2_workers_s_per_100": spread(sandboxed),
+               "plain_1_process_threads1_s_per_100": spread(plain),
+               "sandbox_over_plain": spread([s / p for s, p in zip(sandboxed, plain)])}
     Console().print(figures)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 400)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 400, int(sys.argv[2]) if len(sys.argv) > 2 else 2)

@@ -2,14 +2,18 @@
 
 Runs N small, realistic query snippets (the shape the synthetic teacher emits)
 through a SandboxPool using every core, then the same snippets with a plain
-in-process exec, and prints candidates/s for both and their ratio.
+in-process exec over a connection with the sandbox's DuckDB settings (one
+thread, read-only), and prints candidates/s for both and their ratio. Each figure
+is taken REPEATS times (the machine may be shared) and shown as min / median; the
+median job is split into steps from `ExecResult.timings`.
 
-    python benchmarks/gate_exec.py [N] [WORKERS]
+    python benchmarks/gate_exec.py [N] [WORKERS] [REPEATS]
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -59,8 +63,8 @@ def make_jobs(n: int) -> list[tuple[str, dict]]:
             for i in range(n)]
 
 
-def run_plain(db_path: str, jobs) -> float:
-    con = duckdb.connect(db_path, read_only=True)
+def run_plain(db_path: str, jobs, threads: int = 1) -> float:
+    con = duckdb.connect(db_path, read_only=True, config={"threads": threads})
     started = time.perf_counter()
     for code, params in jobs:
         scope = {"api": BenchApi(con), "params": params, "pd": pd}
@@ -71,29 +75,47 @@ def run_plain(db_path: str, jobs) -> float:
     return elapsed
 
 
+def spread(values) -> str:
+    return f"min {min(values):7.2f}  median {statistics.median(values):7.2f}"
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 400
     workers = int(sys.argv[2]) if len(sys.argv) > 2 else (os.cpu_count() or 2)
+    repeats = int(sys.argv[3]) if len(sys.argv) > 3 else 3
     with tempfile.TemporaryDirectory() as directory:
         db_path = make_warehouse(directory)
         jobs = make_jobs(n)
         run_plain(db_path, jobs[:20])  # warm caches, like the pool's warm-up
-        plain_s = run_plain(db_path, jobs)
         started = time.perf_counter()
         with SandboxPool(workers, db_path, SandboxLimits(), "gate_exec:BenchApi") as pool:
             start_s = time.perf_counter() - started
             pool.run_many(jobs[:20])
-            started = time.perf_counter()
-            runs = pool.run_many(jobs)
-            sandbox_s = time.perf_counter() - started
-            single = [pool.run(code, params).wall_s for code, params in jobs[:50]]
+            plain, plain_2t, sandboxed, cpu_ms, runs = [], [], [], [], []
+            for _ in range(repeats):  # interleaved, so a busy moment hits both sides
+                plain.append(run_plain(db_path, jobs))
+                plain_2t.append(run_plain(db_path, jobs, threads=2))
+                started, cpu = time.perf_counter(), time.process_time()
+                runs = pool.run_many(jobs)
+                sandboxed.append(time.perf_counter() - started)
+                host_cpu_s = time.process_time() - cpu
+                cpu_ms.append(1000 * (sum(r.cpu_s for r in runs) + host_cpu_s) / n)
+            single = [pool.run(code, params) for code, params in jobs[:50]]
         failed = [r for r in runs if not r.ok]
-        print(f"candidates: {n}   workers: {workers}   cores: {os.cpu_count()}")
+        ratios = [s / p for s, p in zip(sandboxed, plain)]
+        print(f"candidates: {n}   workers: {workers}   cores: {os.cpu_count()}   repeats: {repeats}   load: {os.getloadavg()[0]:.1f}")
         print(f"pool start-up: {start_s:.2f} s")
-        print(f"sandboxed: {n / sandbox_s:8.1f} candidates/s  ({1000 * sandbox_s / n:.2f} ms each, all workers)")
-        print(f"plain exec: {n / plain_s:7.1f} candidates/s  ({1000 * plain_s / n:.2f} ms each, one thread, in-process)")
-        print(f"ratio sandboxed/plain (time per candidate): {sandbox_s / plain_s:.2f}x")
-        print(f"one job at a time, median job wall time in the worker: {1000 * sorted(single)[len(single) // 2]:.2f} ms")
+        print(f"sandboxed, candidates/s ({workers} workers):      {spread([n / s for s in sandboxed])}")
+        print(f"plain exec, candidates/s (1 process, threads=1):  {spread([n / s for s in plain])}")
+        print(f"plain exec, candidates/s (1 process, threads=2):  {spread([n / s for s in plain_2t])}")
+        print(f"ratio sandboxed/plain (time per candidate, threads=1 both): {spread(ratios)}")
+        print(f"CPU per sandboxed candidate (job process + host), ms:       {spread(cpu_ms)}")
+        print(f"CPU per plain candidate, ms:                                {spread([1000 * p / n for p in plain])}")
+        steps = {}
+        for run in single:
+            for step, ms in run.timings.items():
+                steps.setdefault(step, []).append(ms)
+        print("one job at a time, median ms per step: " + "  ".join(f"{k}={statistics.median(v):.2f}" for k, v in steps.items()))
         print(f"failed candidates: {len(failed)}" + (f" (first: {failed[0].error_class}: {failed[0].error_message})" if failed else ""))
 
 

@@ -10,7 +10,8 @@
   computed once per instance turn).
 - **judge** asks the judge ensemble (see `judges`).
 
-Every gate is evaluated for every candidate (cheap once the code has run), so
+Every gate of the recipe's order is evaluated for every candidate (cheap once the
+code has run; the judges run while the sandbox executes the batch), so
 besides the first rejecting gate the outcome says which gates *would* have
 rejected it; the funnel's confusion table uses that to show that each noise kind
 is caught by the gate meant for it.
@@ -19,7 +20,9 @@ is caught by the gate meant for it.
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from craftc.ir import BlockFormat, Expectation, Recipe
@@ -38,6 +41,10 @@ _EXEC_CLASSES = {
     "SecurityViolation": "error",
     "WorkerCrashed": "error",
 }
+
+
+# A gate order without the judge gate: nothing is judged, nothing is rejected for it.
+_NOT_JUDGED = SimpleNamespace(passed=True, reason="", verdicts=())
 
 
 @dataclass(frozen=True)
@@ -145,16 +152,25 @@ class TriGate:
                     return "mismatch", "; ".join(check.reasons[:3])
         return None
 
+    def _judge(self, cases: list[GateCase], parsed) -> list:
+        """Judge verdicts, or passing stand-ins when the recipe's gate order has no judge gate."""
+        if "judge" not in self.gates.order:
+            return [_NOT_JUDGED] * len(cases)
+        return self.ensemble.judge_many([JudgeCase(c.ask, p.plan or "", p.code or "", c.params)
+                                         for c, p in zip(cases, parsed)])
+
     def run(self, cases: list[GateCase]) -> list[GateOutcome]:
         """Filter candidates; outcomes come back in input order."""
         parsed = [parse_turn(case.text, self.fmt) for case in cases]
         runnable = [i for i, p in enumerate(parsed) if p.code and p.code.strip()]
-        executed = self.pool.run_many([(parsed[i].code, cases[i].params) for i in runnable]) if runnable else []
+        # The sandbox workers execute while this process judges: both cores stay busy.
+        with ThreadPoolExecutor(max_workers=1) as background:
+            execution = background.submit(self.pool.run_many, [(parsed[i].code, cases[i].params) for i in runnable])
+            verdicts = self._judge(cases, parsed)
+            executed = execution.result()
         results: list[Any] = [None] * len(cases)
         for index, result in zip(runnable, executed):
             results[index] = result
-        verdicts = self.ensemble.judge_many([JudgeCase(c.ask, p.plan or "", p.code or "", c.params)
-                                             for c, p in zip(cases, parsed)])
         outcomes = []
         for case, turn, result, verdict in zip(cases, parsed, results, verdicts):
             answers = {
