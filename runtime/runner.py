@@ -77,7 +77,9 @@ def _canonical_hash(value: Any) -> str:
 
 def _logical_schema(schema: dict) -> dict:
     """The schema without physical bindings: what agent code and prompts can see."""
-    physical = {"table", "column", "scale"}
+    # `source` is the spec's file name: saving a binding-only edit as a new file
+    # (ads_v1_1.craft) must not look like a logical change.
+    physical = {"table", "column", "scale", "source"}
 
     def strip(node: Any) -> Any:
         if isinstance(node, dict):

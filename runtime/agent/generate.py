@@ -79,6 +79,9 @@ class HFGenerator:
                     temperature=self.temperature if self.do_sample else None, top_k=None, top_p=None,
                     pad_token_id=pad_id, eos_token_id=tok.eos_token_id,
                     output_scores=True, return_dict_in_generate=True,
+                    # MoE router logits are a training signal; with a KV cache they no
+                    # longer line up with the attention mask and break generation.
+                    output_router_logits=False,
                 )
         finally:
             self.model.train(was_training)

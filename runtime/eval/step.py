@@ -80,6 +80,21 @@ def _sft_model(ctx, arm: str) -> Path:
     return final
 
 
+def cap_per_workflow(tasks: list, per_workflow: int) -> list:
+    """At most ``eval.instances`` held-out instances per workflow and split, in file order.
+
+    Distillation draws more instances than evaluation needs (it must fill the train
+    split); the cap keeps every split and workflow represented at a fixed cost.
+    """
+    kept, seen = [], {}
+    for task in tasks:
+        key = (task.split, task.workflow)
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] <= per_workflow:
+            kept.append(task)
+    return kept
+
+
 def run_eval(ctx):
     """Evaluate every arm of the recipe on the held-out instances."""
     from runtime.rewards import SchemaTerms
@@ -90,7 +105,7 @@ def run_eval(ctx):
     dataset = ctx.input_dir("dataset")
     instances = next((p for p in (dataset / "dataset" / "eval_instances.json", dataset / "eval_instances.json")
                       if p.is_file()), dataset / "dataset" / "eval_instances.json")
-    tasks = load_tasks(instances)
+    tasks = cap_per_workflow(load_tasks(instances), recipe.eval.instances)
     if not tasks:
         raise StepError(f"{instances} holds no held-out instances; raise `eval {{ holdout ... }}` in the recipe")
     wording = TurnWording.from_file(ctx.artifact("prompts/turn.md"))

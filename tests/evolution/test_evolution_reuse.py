@@ -59,10 +59,6 @@ def test_binding_only_change_reruns_world_and_reuses_distill_gate_dataset(v1_run
     assert tables["plan_hash"] == load_plan(plan).content_hash
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "runtime/runner.py strips only table/column/scale from the schema it hashes for the logical "
-    "steps; `schema.source` (the spec's file name) stays in, so a spec saved under a new name "
-    "re-runs distill and gate although nothing logical changed"))
 def test_the_spec_file_name_does_not_invalidate_distill(v1_run):
     root, run_dir, _ = v1_run
     plan = _compile(recipe_tree(root / "v1_1_named", "ads_v1_1.craft", spec_name="ads_v1_1.craft").parents[1],
