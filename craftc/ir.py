@@ -215,7 +215,7 @@ class OutputGate(Node):
 
 class JudgeGate(Node):
     judges: tuple[str, ...] = ("plan_code", "prompt_params", "no_ddl_leak")
-    vote: Literal["majority", "unanimous", "weighted"] = "majority"
+    vote: Literal["majority", "unanimous", "weighted"] = "unanimous"
     threshold: float = 0.5               # weighted vote: share of weight needed to pass
 
 
@@ -308,6 +308,11 @@ class Recipe(Node):
     profiles: tuple[str, ...] = ()       # every profile the recipe declares
     seed: int = 0
     scale: float = 1.0                   # warehouse size knob (1.0 = default small)
+    # An existing warehouse to use instead of generating one: a DuckDB file, resolved
+    # where `craftc run` runs (it is run-time data, not part of the plan), or the
+    # environment variable that names it.
+    warehouse: str | None = None
+    warehouse_env: str | None = None
     schema_: Schema = Field(alias="schema")
     workflows: tuple[Workflow, ...] = ()
     tools: tuple[Tool, ...] = ()

@@ -102,8 +102,8 @@ def _plan_parts(step: str, recipe: dict, artifacts: dict[str, str]) -> dict[str,
     logical = _logical_schema(recipe["schema"])
     common = {"seed": recipe["seed"]}
     parts: dict[str, dict[str, Any]] = {
-        "world": {"schema": recipe["schema"], "scale": recipe["scale"],
-                  "binding": arts("sql/binding.sql")},
+        "world": {"schema": recipe["schema"], "scale": recipe["scale"], "binding": arts("sql/binding.sql"),
+                  "warehouse": [recipe["warehouse"], recipe["warehouse_env"]]},
         "distill": {"schema": logical, "workflows": recipe["workflows"], "teacher": recipe["teacher"],
                     "format": recipe["format"], "tools": recipe["tools"], "eval": recipe["eval"],
                     "solutions": arts("solutions/")},

@@ -37,7 +37,7 @@ class Key:
 
     def describe_type(self) -> str:
         if self.choices:
-            sep = ", " if self.type.endswith("list") or self.type == "reject" else " | "
+            sep = ", " if self.type.endswith("list") or self.type == "reject" else " / "
             inner = sep.join(self.choices)
             return f"list of {inner}" if sep == ", " else inner
         return {
@@ -76,6 +76,8 @@ BLOCK_KEYS: dict[str, dict[str, Key]] = {
         "seed": Key("int", "seed of every random choice in the pipeline", "0", low=0),
         "scale": Key("float", "warehouse size knob (1.0 = default small)", "1.0", low=0,
                      low_open=True, high=1000),
+        "warehouse": Key("string_or_env", "an existing DuckDB warehouse to bind instead of generating one "
+                         "(a path relative to where `craftc run` runs, or env(\"VAR\"))", "none"),
     },
     "teacher": _TEACHER_KEYS,
     "backend": {"kind": Key("enum", "backend kind", "synthetic",
@@ -102,7 +104,8 @@ BLOCK_KEYS: dict[str, dict[str, Key]] = {
     "gate.judge": {
         "judges": Key("name_list", "the judge ensemble (built-in or declared judges)",
                       "plan_code, prompt_params, no_ddl_leak"),
-        "vote": Key("enum", "how the ensemble decides", "majority",
+        # The built-in judges each check a different property, so by default all must pass.
+        "vote": Key("enum", "how the ensemble decides", "unanimous",
                     choices=("majority", "unanimous", "weighted")),
         "threshold": Key("fraction", "weighted vote: share of weight needed to pass", "0.5",
                          low=0, high=1),

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
+from pathlib import Path
 
 import duckdb
 
 from runtime.step_context import StepContext, StepError, StepResult
-from runtime.world.binding import logical_data_hash
+from runtime.world.binding import apply_binding, logical_data_hash
 from runtime.world.generate import generate_warehouse
 from runtime.world.profile import data_profile
 
@@ -35,14 +37,48 @@ def _binding_sql(ctx: StepContext) -> tuple[str, str]:
         return binding_sql(ctx.plan.recipe.schema_), "rendered"
 
 
+def existing_warehouse(recipe) -> Path | None:
+    """The warehouse the recipe names (`warehouse "path"` or `warehouse env("VAR")`), if any."""
+    if recipe.warehouse_env:
+        value = os.environ.get(recipe.warehouse_env)
+        if not value:
+            raise StepError(f"recipe `{recipe.name}` reads its warehouse from ${recipe.warehouse_env}, which is "
+                            f"not set; export {recipe.warehouse_env}=/path/to/warehouse.duckdb")
+        return Path(value)
+    return Path(recipe.warehouse) if recipe.warehouse else None
+
+
+def bind_existing(schema, source: Path, db_path: Path, sql: str) -> dict[str, int]:
+    """Copy an existing warehouse and add the logical views; the original is never written."""
+    if not source.is_file():
+        raise StepError(f"existing warehouse `{source}` not found (paths are relative to where `craftc run` "
+                        "runs); fix `warehouse \"...\"` in the recipe or run from the right directory")
+    partial = db_path.with_name(db_path.name + ".partial")
+    shutil.copyfile(source, partial)
+    con = duckdb.connect(str(partial))
+    try:
+        apply_binding(con, schema, sql)
+        counts = {e.name: con.execute(f'SELECT count(*) FROM "{e.view}"').fetchall()[0][0]
+                  for e in schema.entities}
+    finally:
+        con.close()
+    os.replace(partial, db_path)
+    return counts
+
+
 def run_world(ctx: StepContext) -> StepResult:
-    """Generate the warehouse for the plan's schema, seed and scale; profile it."""
+    """Generate (or bind an existing) warehouse for the plan's schema; profile it."""
     recipe = ctx.plan.recipe
     sql, binding_source = _binding_sql(ctx)
     started = time.perf_counter()
     db_path = ctx.out_dir / WAREHOUSE_FILE
+    source = existing_warehouse(recipe)
     try:
-        counts = generate_warehouse(recipe.schema_, db_path, seed=recipe.seed, scale=recipe.scale, binding_sql=sql)
+        if source is not None:
+            counts = bind_existing(recipe.schema_, source, db_path, sql)
+        else:
+            counts = generate_warehouse(recipe.schema_, db_path, seed=recipe.seed, scale=recipe.scale,
+                                        binding_sql=sql)
     except (ValueError, duckdb.Error) as error:
         raise StepError(f"cannot build the warehouse for schema `{recipe.schema_.name}`: "
                         f"{str(error).splitlines()[0]}; check the schema spec and recompile") from None
@@ -62,6 +98,7 @@ def run_world(ctx: StepContext) -> StepResult:
         metrics={"row_counts": counts, "total_rows": sum(counts.values()), "build_s": round(build_s, 3),
                  "rows_per_s": round(sum(counts.values()) / build_s) if build_s else None,
                  "largest_entity_rows": fact_rows, "logical_data_hash": data_hash,
-                 "binding_source": binding_source, "seed": recipe.seed, "scale": recipe.scale},
+                 "binding_source": binding_source, "seed": recipe.seed, "scale": recipe.scale,
+                 "warehouse": "existing" if source is not None else "generated"},
         outputs=(WAREHOUSE_FILE, PROFILE_FILE),
     )
