@@ -298,6 +298,11 @@ class EvalSpec(Node):
     instances: int = 4                   # eval instances per workflow
     arms: tuple[Literal["craft", "sft_only", "stuffed"], ...] = ("craft", "sft_only", "stuffed")
     max_turns: int = 3
+    # How the stuffed baseline's SFT budget matches the stripped arm's: `tokens` trains it
+    # on the same accepted trajectories for the same number of training tokens (each
+    # stuffed example is several times longer, so it sees fewer epochs); `steps` gives it
+    # the same examples, epochs and optimiser steps (several times the compute).
+    baseline_budget: Literal["tokens", "steps"] = "tokens"
 
 
 class Recipe(Node):

@@ -181,6 +181,9 @@ BLOCK_KEYS: dict[str, dict[str, Key]] = {
         "baseline": Key("enum", "`stuffed` keeps the stuffed arm, `none` drops it", "stuffed",
                         choices=("stuffed", "none")),
         "max_turns": Key("int", "agent turns per eval conversation", "3", low=1, high=64),
+        "baseline_budget": Key("enum", "the stuffed baseline's SFT gets the same training `tokens` as "
+                               "the stripped arm, or the same `steps` (same epochs, more compute)",
+                               "tokens", choices=("tokens", "steps")),
     },
     "tool": {
         "kind": Key("enum", "what the tool does (defaults to the tool's name when it is a kind)",

@@ -99,9 +99,19 @@ class SchemaVocabulary:
                 if any(mentions(text, phrase) for phrase in words.phrases)]
 
     def entities_named(self, text: str) -> list[str]:
-        """Entities whose business name occurs in ``text``."""
+        """Entities whose business name occurs in ``text`` outside a metric's name.
+
+        "return on ad spend" names a metric, not the Ad entity, so metric phrases are
+        taken out of the text before entities are looked for.
+        """
+        rest = normalise_words(text)
+        for words in self.metrics.values():
+            for phrase in sorted(words.phrases, key=len, reverse=True):
+                norm = normalise_words(phrase).strip()
+                if norm:
+                    rest = rest.replace(f" {norm} ", " | ")
         return [name for name, phrases in self.entity_phrases.items()
-                if any(mentions(text, phrase) for phrase in phrases)]
+                if any(mentions(rest, phrase) for phrase in phrases)]
 
     def physical_named(self, text: str) -> list[str]:
         """Physical table or column names that occur in ``text``."""

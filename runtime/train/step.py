@@ -76,15 +76,25 @@ def stage_settings(trl_kwargs: dict, stage: Stage) -> dict:
     }
 
 
-def longest_example(model_dir: Path, dataset_dir: Path) -> int:
-    """Tokens of the longest conversation, rendered with the model's own chat template."""
+def example_lengths(model_dir: Path, dataset_dir: Path) -> list[int]:
+    """Tokens of each conversation, rendered with the model's own chat template."""
     from datasets import load_from_disk
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     rows = load_from_disk(str(dataset_dir))["messages"]
-    return max((len(tokenizer.apply_chat_template(m, tokenize=True, return_dict=True)["input_ids"])
-                for m in rows), default=0)
+    return [len(tokenizer.apply_chat_template(m, tokenize=True, return_dict=True)["input_ids"]) for m in rows]
+
+
+def token_matched_steps(stripped_tokens: int, stuffed_lengths: list[int], examples_per_step: int) -> int:
+    """Optimiser steps that give the stuffed arm the stripped arm's training tokens.
+
+    Example:
+        >>> token_matched_steps(100_000, [5_000] * 10, 4)
+        5
+    """
+    mean = sum(stuffed_lengths) / max(len(stuffed_lengths), 1)
+    return max(1, round(stripped_tokens / (mean * examples_per_step)))
 
 
 def arm_max_length(stage_max: int, context: int, longest: int, longest_stripped: int) -> int:
@@ -116,8 +126,19 @@ def run_sft_step(ctx: StepContext) -> StepResult:
     metrics: dict = {"base_model": str(model_dir.relative_to(ctx.out_dir)) if model_dir.is_relative_to(ctx.out_dir)
                      else stage.base}
     context = _model_spec(ctx, stage).context
-    longest = {mode: longest_example(model_dir, data_dir / mode) for _, mode in ARMS}
+    lengths = {mode: example_lengths(model_dir, data_dir / mode) for _, mode in ARMS}
+    longest = {mode: max(values, default=0) for mode, values in lengths.items()}
+    budget = ctx.plan.recipe.eval.baseline_budget
+    metrics["baseline_budget"] = budget
     for arm, mode in ARMS:
+        arm_settings = dict(settings)
+        if arm == "stuffed" and budget == "tokens":
+            per_step = settings["per_device_batch"] * settings["grad_accum"] * _num_processes(accelerate_yaml)
+            arm_settings["max_steps"] = token_matched_steps(metrics["craft"].get("num_tokens", 0),
+                                                            lengths[mode], per_step)
+            metrics["stuffed_max_steps"] = arm_settings["max_steps"]
+            ctx.console.print(f"stuffed baseline: {arm_settings['max_steps']} steps, the stripped arm's "
+                              f"{metrics['craft'].get('num_tokens', 0):,} training tokens (baseline_budget tokens)")
         max_length = arm_max_length(settings["max_length"], context, longest[mode], longest["stripped"])
         metrics[f"{arm}_longest_example_tokens"] = longest[mode]
         metrics[f"{arm}_max_length"] = max_length
@@ -126,7 +147,7 @@ def run_sft_step(ctx: StepContext) -> StepResult:
                               f"more than max_length {max_length}; TRL truncates it (keeping the start)")
         out_dir = ctx.out_dir / arm
         config = {"model_dir": str(model_dir), "dataset_dir": str(data_dir / mode), "out_dir": str(out_dir),
-                  "stage": {**settings, "max_length": max_length}}
+                  "stage": {**arm_settings, "max_length": max_length}}
         config_path = ctx.out_dir / f"{arm}_config.json"
         config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         cmd = accelerate_command(accelerate_yaml, _num_processes(accelerate_yaml), "runtime.train.sft", config_path)

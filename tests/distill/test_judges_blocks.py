@@ -37,6 +37,29 @@ def test_plan_code_checks_that_named_metrics_are_computed(plan, passed):
     assert verdict.reason
 
 
+WITH_CLICKS = Schema(
+    name="ads", version=1, source="ads.craft",
+    entities=SCHEMA.entities + (Entity(name="Click", table="adw.clk", view="click",
+                                       key=EntityKey(name="id", column="clk_id")),
+                                Entity(name="Keyword", table="adw.kw", view="keyword",
+                                       key=EntityKey(name="id", column="kw_id"))),
+    metrics=SCHEMA.metrics)
+
+
+@pytest.mark.parametrize("plan, passed", [
+    # "clicks" is also a daily-stat field the code reads: the same business word
+    ("Count the clicks per day.", True),
+    # a metric's name ("cost per click") is not a mention of the Click entity
+    ("Compute the average cost per click.", True),
+    # an entity the code never touches, under no field of that name either
+    ("Count the clicks per keyword.", False),
+])
+def test_plan_code_does_not_mistake_fields_and_metric_names_for_entities(plan, passed):
+    code = 'result = api.query("SELECT day, sum(clicks) AS clicks, sum(cost) / sum(clicks) AS cpc FROM daily_stat")'
+    verdict = PlanCodeJudge(SchemaVocabulary.from_schema(WITH_CLICKS)).judge(JudgeCase("q", plan, code, {}))
+    assert verdict.passed is passed, verdict.reason
+
+
 def test_plan_code_reads_sql_assigned_to_a_variable():
     code = 'sql = """\nSELECT sum(cost) / sum(clicks) AS cpc FROM daily_stat\n"""\nresult = api.query(sql)'
     assert PlanCodeJudge(VOCAB).judge(JudgeCase("q", "Average cost per click.", code, {})).passed

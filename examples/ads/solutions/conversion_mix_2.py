@@ -1,6 +1,6 @@
 """
 Count conversions and their value per conversion category over the last ${days} days,
-leaving out view-through conversions so only clicks that converted count.
+leaving out view-through conversions.
 """
 sql = """
 SELECT act.category, count(*) AS conversions, sum(conv.value) AS value
