@@ -1,5 +1,9 @@
 """Benchmark the world: generation rows/s at two scales and logical query latency.
 
+For each scale it prints the generation rate, the latency of a few sample queries and
+the latency of every reference solution of the ads recipe (one sampled instance per
+workflow, every turn, best of 3), with the median and the slowest.
+
 Usage: ``python benchmarks/world.py [--scales 1 40] [--seed 7]``. Scale 40 gives about
 1.2M daily stat rows; scale 334 about 10M.
 """
@@ -16,9 +20,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from craftc.emit.binding_sql import binding_sql  # noqa: E402
-from craftc.frontend import load_schema  # noqa: E402
-from runtime.world.api import connect  # noqa: E402
+from craftc.frontend import load_recipe, load_schema  # noqa: E402
+import duckdb  # noqa: E402
+
+from runtime.world.api import WarehouseApi, connect  # noqa: E402
 from runtime.world.generate import generate_warehouse  # noqa: E402
+from runtime.workflows.instances import make_instances  # noqa: E402
+from runtime.workflows.solutions import execute_code  # noqa: E402
 
 SAMPLE_QUERIES = {
     "top_ctr_campaigns": """
@@ -38,6 +46,28 @@ SAMPLE_QUERIES = {
 }
 
 
+def bench_solutions(path: Path, seed: int) -> None:
+    """Latency of every reference solution turn, on one sampled instance per workflow."""
+    load = load_recipe(ROOT / "recipes" / "ads_analytics.craft")
+    con = duckdb.connect(str(path), read_only=True)
+    api = WarehouseApi(con)
+    instances = make_instances(load.recipe, con, seed=seed, per_workflow=1,
+                               solution_sources=load.solution_sources)
+    timings = []
+    for instance in instances:
+        for n, turn in enumerate(instance.turns, 1):
+            runs = []
+            for _ in range(3):
+                t = time.perf_counter()
+                execute_code(turn.code, api, instance.params)
+                runs.append(time.perf_counter() - t)
+            timings.append((min(runs), f"{instance.workflow}/{n}"))
+    timings.sort()
+    median = timings[len(timings) // 2][0]
+    print(f"  reference solutions: {len(timings)} turns, median {median * 1000:.1f} ms, "
+          f"slowest {timings[-1][0] * 1000:.1f} ms ({timings[-1][1]}), total {sum(t for t, _ in timings):.2f} s")
+
+
 def bench_scale(schema, scale: float, seed: int, workdir: Path) -> None:
     path = workdir / f"warehouse_{scale:g}.duckdb"
     started = time.perf_counter()
@@ -55,6 +85,7 @@ def bench_scale(schema, scale: float, seed: int, workdir: Path) -> None:
             api.query(sql)
             runs.append(time.perf_counter() - t)
         print(f"  query {name:28s} {min(runs) * 1000:8.1f} ms (best of 3)")
+    bench_solutions(path, seed)
 
 
 def main() -> int:

@@ -207,7 +207,8 @@ def load_recipe(path: str | os.PathLike, profile: str | None = None) -> LoadResu
 
     Args:
         path: the recipe file.
-        profile: a profile declared in the recipe to apply, or None for the defaults.
+        profile: a profile declared in the recipe to apply, or None (or "default", unless
+            the recipe declares a profile of that name) for the recipe as written.
 
     Returns:
         A LoadResult whose ``recipe`` is None when any error was found.
@@ -287,6 +288,8 @@ def _lower_and_check(decl: RecipeDecl, result: LoadResult, profile: str | None,
                      sink: DiagnosticSink, sources: dict[str, str]) -> Recipe | None:
     from craftc.check.names import check_profiles
 
+    if profile == "default" and all(p.name != "default" for p in decl.profiles):
+        profile = None      # `--profile default` names the recipe as written
     profiles = check_profiles(decl, profile, sink)
     ctx = LoweringContext(recipe_dir=result.root, root=result.root, schema=result.schema,
                           profile=profile)

@@ -73,3 +73,10 @@ def test_the_ads_recipe_loads_without_errors(profile):
     assert result.ok, result.render()
     assert len(result.recipe.schema_.entities) == 25
     assert len(result.recipe.workflows) >= 30
+
+
+def test_profile_default_names_the_recipe_as_written():
+    # `make run` passes `--profile default`; a recipe need not declare it.
+    plain = load_recipe(ROOT / "recipes/ads_analytics.craft")
+    named = load_recipe(ROOT / "recipes/ads_analytics.craft", profile="default")
+    assert named.ok and named.recipe == plain.recipe
