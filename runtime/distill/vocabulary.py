@@ -105,11 +105,10 @@ class SchemaVocabulary:
         taken out of the text before entities are looked for.
         """
         rest = normalise_words(text)
-        for words in self.metrics.values():
-            for phrase in sorted(words.phrases, key=len, reverse=True):
-                norm = normalise_words(phrase).strip()
-                if norm:
-                    rest = rest.replace(f" {norm} ", " | ")
+        # Longest first, across metrics: "return on ad spend" before "spend".
+        phrases = {normalise_words(p).strip() for words in self.metrics.values() for p in words.phrases}
+        for norm in sorted(filter(None, phrases), key=len, reverse=True):
+            rest = rest.replace(f" {norm} ", " | ")
         return [name for name, phrases in self.entity_phrases.items()
                 if any(mentions(rest, phrase) for phrase in phrases)]
 

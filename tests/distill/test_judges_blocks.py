@@ -42,8 +42,13 @@ WITH_CLICKS = Schema(
     entities=SCHEMA.entities + (Entity(name="Click", table="adw.clk", view="click",
                                        key=EntityKey(name="id", column="clk_id")),
                                 Entity(name="Keyword", table="adw.kw", view="keyword",
-                                       key=EntityKey(name="id", column="kw_id"))),
-    metrics=SCHEMA.metrics)
+                                       key=EntityKey(name="id", column="kw_id")),
+                                Entity(name="Ad", table="adw.ad", view="ad", key=EntityKey(name="id", column="ad_id"))),
+    metrics=SCHEMA.metrics + (Metric(name="spend", doc="Spend: total cost, USD", expr="sum(DailyStat.cost)",
+                                     sql="", entities=("DailyStat",)),
+                              Metric(name="roas", doc="Return on ad spend: value per dollar",
+                                     expr="sum(DailyStat.cost) / sum(DailyStat.cost)", sql="",
+                                     entities=("DailyStat",))))
 
 
 @pytest.mark.parametrize("plan, passed", [
@@ -51,6 +56,8 @@ WITH_CLICKS = Schema(
     ("Count the clicks per day.", True),
     # a metric's name ("cost per click") is not a mention of the Click entity
     ("Compute the average cost per click.", True),
+    # nor is "return on ad spend" a mention of ads, although "spend" is a metric too
+    ("Compute the return on ad spend per day.", True),
     # an entity the code never touches, under no field of that name either
     ("Count the clicks per keyword.", False),
 ])
