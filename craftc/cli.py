@@ -197,7 +197,8 @@ def cmd_run(args) -> int:
     plan_dir = Path(args.plan_dir) if args.plan_dir else _default_plan_dir()
     from runtime.runner import run_plan   # imported here: it brings torch
 
-    return run_plan(plan_dir, args.run_dir, only=args.only, from_step=args.from_step, until=args.until)
+    return run_plan(plan_dir, args.run_dir, only=args.only, from_step=args.from_step, until=args.until,
+                    force=args.force)
 
 
 # ------------------------------------------------------------------ parser
@@ -298,6 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--only", choices=STEPS, metavar="STEP", help=f"one of {', '.join(STEPS)}")
     group.add_argument("--from", dest="from_step", choices=STEPS, metavar="STEP")
     p.add_argument("--until", choices=STEPS, metavar="STEP")
+    p.add_argument("--force", action="store_true",
+                   help="rerun the selected steps even when their inputs are unchanged")
     p.set_defaults(func=cmd_run)
     return parser
 

@@ -52,7 +52,9 @@ def plot_training_curves(run_dir: Path, out_dir: Path) -> list[str]:
     plt = _pyplot()
     written = []
     curves = {
-        "training_sft_loss.png": (run_dir / "sft" / "metrics.jsonl", ["loss"]),
+        # One SFT curve per arm: the stripped (craft) arm and the stuffed baseline.
+        "training_sft_loss.png": (run_dir / "sft" / "craft" / "metrics.jsonl", ["loss"]),
+        "training_sft_stuffed_loss.png": (run_dir / "sft" / "stuffed" / "metrics.jsonl", ["loss"]),
         "training_grpo_reward.png": (run_dir / "grpo" / "metrics.jsonl",
                                      ["reward", "rewards/outcome/mean", "rewards/process/mean",
                                       "rewards/consistency/mean", "rewards/judge/mean"]),
