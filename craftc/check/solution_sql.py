@@ -124,9 +124,14 @@ def _line_offset(sql: str, name: str) -> int:
     return sql.count("\n", 0, found.start()) if found else 0
 
 
+@lru_cache(maxsize=8)
+def _views_of(key: tuple) -> dict[str, set[str]]:
+    return {view: set(cols) for view, cols in key}
+
+
 @lru_cache(maxsize=512)
 def _reads_cached(text: str, views_key: tuple) -> tuple[Read, ...]:
-    views = {view: set(cols) for view, cols in views_key}
+    views = _views_of(views_key)
     reads: list[Read] = []
     for kind, arg, line in _queries(text):
         reads += [Read(arg, "", line)] if kind == "table" else _sql_reads(arg, line, views)
@@ -137,23 +142,28 @@ def _key(views: dict[str, set[str]]) -> tuple:
     return tuple(sorted((view, tuple(sorted(cols))) for view, cols in views.items()))
 
 
-def solution_reads(text: str, views: dict[str, set[str]]) -> tuple[Read, ...]:
+def solution_reads(text: str, views: dict[str, set[str]], key: tuple | None = None) -> tuple[Read, ...]:
     """Every view and view column the solution's queries read, in file order, without repeats.
 
     A column is attributed to a view when it is qualified by that view's alias or when
     exactly one logical view of its query can hold it; unresolvable names are left out.
+    ``key`` is ``views_key(views)``, computed once by a caller that checks many
+    solutions (building it per solution would make checking quadratic in schema size).
     """
-    return _reads_cached(text, _key(views))
+    return _reads_cached(text, key if key is not None else _key(views))
 
 
-def missing_reads(text: str, views: dict[str, set[str]]) -> list[Read]:
+views_key = _key
+
+
+def missing_reads(text: str, views: dict[str, set[str]], key: tuple | None = None) -> list[Read]:
     """Reads of views or view columns that ``views`` does not have (at most one per name).
 
     CTEs and subqueries are scopes of their own in sqlglot, never tables, so a name a
     query defines itself is never reported.
     """
     out, seen = [], set()
-    for read in solution_reads(text, views):
+    for read in solution_reads(text, views, key):
         missing = read.view not in views if not read.column else read.column not in views.get(read.view, ())
         if missing and (read.view, read.column) not in seen:
             seen.add((read.view, read.column))

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from craftc.check.names import report_duplicates, unknown_name, where
-from craftc.check.solution_sql import missing_reads, schema_views
+from craftc.check.solution_sql import missing_reads, schema_views, views_key
 from craftc.diagnostics import DiagnosticSink, did_you_mean, span_at
 from craftc.ir import Schema, Span
 from craftc.lower import EXPECT_KINDS, lower_expectation
@@ -44,6 +44,7 @@ class _SchemaIndex:
     def __init__(self, schema: Schema):
         self.schema_label = f"`{schema.name}` version {schema.version}"
         self.views = schema_views(schema.entities)
+        self.views_key = views_key(self.views)
         self.entities = {e.name: e for e in schema.entities}
         self.entity_spans = {e.name: e.span for e in schema.entities}
         self.metrics = {m.name: m.span for m in schema.metrics}
@@ -187,7 +188,7 @@ def _check_solution(w: WorkflowDecl, t: TurnDecl, params: dict[str, Span], index
 def _check_solution_reads(w: WorkflowDecl, t: TurnDecl, text: str, name: str, index: _SchemaIndex,
                           sink: DiagnosticSink) -> None:
     """E309 at the `solution` line for each view or column the solution's SQL reads that the schema lacks."""
-    for read in missing_reads(text, index.views):
+    for read in missing_reads(text, index.views, index.views_key):
         if read.column:
             thing = f"`{read.view}.{read.column}`"
             guess = did_you_mean(read.column, index.views[read.view])
