@@ -78,10 +78,10 @@ def cmd_compile(args) -> int:
 def cmd_check(args) -> int:
     import json
 
-    from craftc.frontend import _looks_like_schema, load_recipe, load_schema
+    from craftc.frontend import load_recipe, load_schema, looks_like_schema
 
     # A schema spec is checked on its own; a recipe together with the schema it uses.
-    results = [(recipe, (load_schema if _looks_like_schema(Path(recipe)) else load_recipe)(recipe))
+    results = [(recipe, (load_schema if looks_like_schema(Path(recipe)) else load_recipe)(recipe))
                for recipe in args.recipes]
     if args.format == "json":
         payload = [{"file": r, "ok": load.ok, "diagnostics": json.loads(load.to_json())} for r, load in results]

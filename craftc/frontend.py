@@ -329,12 +329,13 @@ def check_paths(paths) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     for p in paths:
         p = Path(p)
-        loader = load_schema if _looks_like_schema(p) else load_recipe
+        loader = load_schema if looks_like_schema(p) else load_recipe
         out.extend(loader(p).display_diagnostics())
     return sort_diagnostics(out)
 
 
-def _looks_like_schema(path: Path) -> bool:
+def looks_like_schema(path: Path) -> bool:
+    """Whether a file declares a schema (its first word is `schema`) rather than a recipe."""
     try:
         head = path.read_text(encoding="utf-8", errors="replace")
     except OSError:

@@ -91,6 +91,18 @@ def _logical_schema(schema: dict) -> dict:
     return strip(schema)
 
 
+def _warehouse_fingerprint(recipe: dict) -> list:
+    """An existing warehouse is run-time data: rebuilding it in place must rerun the world step."""
+    name = recipe["warehouse"] or os.environ.get(recipe["warehouse_env"] or "", "")
+    if not name:
+        return [None, recipe["warehouse_env"]]
+    try:
+        stat = Path(name).stat()
+    except OSError:
+        return [name, "missing"]
+    return [name, stat.st_size, stat.st_mtime_ns]
+
+
 def _plan_parts(step: str, recipe: dict, artifacts: dict[str, str]) -> dict[str, Any]:
     """The parts of the plan a step reads."""
     stages = recipe["stages"]
@@ -103,7 +115,7 @@ def _plan_parts(step: str, recipe: dict, artifacts: dict[str, str]) -> dict[str,
     common = {"seed": recipe["seed"]}
     parts: dict[str, dict[str, Any]] = {
         "world": {"schema": recipe["schema"], "scale": recipe["scale"], "binding": arts("sql/binding.sql"),
-                  "warehouse": [recipe["warehouse"], recipe["warehouse_env"]]},
+                  "warehouse": _warehouse_fingerprint(recipe)},
         "distill": {"schema": logical, "workflows": recipe["workflows"], "teacher": recipe["teacher"],
                     "format": recipe["format"], "tools": recipe["tools"], "eval": recipe["eval"],
                     "solutions": arts("solutions/")},
@@ -268,7 +280,8 @@ def run_plan(plan_dir: Path | str, run_dir: Path | str | None = None, only: str 
         >>> run_plan("build/ads_analytics", only="world")  # doctest: +SKIP
         0
     """
-    console = console or Console(stderr=True)
+    # soft_wrap: paths in messages must stay whole (copy-pasteable) on any terminal width
+    console = console or Console(stderr=True, soft_wrap=True)
     plan_dir = Path(plan_dir)
     try:
         plan = load_plan(plan_dir)

@@ -130,11 +130,12 @@ def run_sft_step(ctx: StepContext) -> StepResult:
     longest = {mode: max(values, default=0) for mode, values in lengths.items()}
     budget = ctx.plan.recipe.eval.baseline_budget
     metrics["baseline_budget"] = budget
+    processes = _num_processes(accelerate_yaml)
     for arm, mode in ARMS:
         arm_settings = dict(settings)
         if arm == "stuffed" and budget == "tokens":
-            per_step = settings["per_device_batch"] * settings["grad_accum"] * _num_processes(accelerate_yaml)
-            arm_settings["max_steps"] = token_matched_steps(metrics["craft"].get("num_tokens", 0),
+            per_step = settings["per_device_batch"] * settings["grad_accum"] * processes
+            arm_settings["max_steps"] = token_matched_steps(metrics["craft"]["num_tokens"],
                                                             lengths[mode], per_step)
             metrics["stuffed_max_steps"] = arm_settings["max_steps"]
             ctx.console.print(f"stuffed baseline: {arm_settings['max_steps']} steps, the stripped arm's "
@@ -150,12 +151,15 @@ def run_sft_step(ctx: StepContext) -> StepResult:
                   "stage": {**arm_settings, "max_length": max_length}}
         config_path = ctx.out_dir / f"{arm}_config.json"
         config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        cmd = accelerate_command(accelerate_yaml, _num_processes(accelerate_yaml), "runtime.train.sft", config_path)
+        cmd = accelerate_command(accelerate_yaml, processes, "runtime.train.sft", config_path)
         ctx.console.print(f"[bold]{arm}[/] ({mode} input): {' '.join(cmd)}")
         run_launch(cmd, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
         summary_path = out_dir / "sft_summary.json"
-        summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-        metrics[arm] = summary
+        if not summary_path.is_file():
+            # The stuffed arm's budget is computed from this summary: never guess it.
+            raise StepError(f"SFT of the `{arm}` arm finished without {summary_path}; "
+                            f"rerun `craftc run {ctx.plan_dir} --only sft`")
+        metrics[arm] = json.loads(summary_path.read_text(encoding="utf-8"))
         # Paths in the config are machine-specific; keep the record, relative to the step dir.
         config["model_dir"], config["dataset_dir"], config["out_dir"] = (
             "base" if model_dir.is_relative_to(ctx.out_dir) else stage.base, f"dataset/{mode}", arm)
