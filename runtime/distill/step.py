@@ -157,16 +157,19 @@ def gate_candidates(recipe, instances: list[dict], candidates: list[dict], pool,
     for key, result in gate.references.items():
         if result.ok and result.result_rows == 0:
             unusable[key] = "the reference solution returns no rows for these params"
-    cases, skipped = [], []
+    cases, skipped, turns = [], [], {}
     for c in candidates:
         key = (c["instance_id"], c["turn"])
         if key in unusable:
             skipped.append({"candidate_id": c["candidate_id"], "reason": unusable[key]})
             continue
-        instance = by_id[c["instance_id"]]
-        turn = InstanceTurn.from_dict(instance["turns"][c["turn"]])
+        if key not in turns:  # many candidates share an instance turn: parse its reference once
+            instance = by_id[c["instance_id"]]
+            turn = InstanceTurn.from_dict(instance["turns"][c["turn"]])
+            turns[key] = (turn, relevant_params(turn.code, instance["params"]))
+        turn, params = turns[key]
         cases.append(GateCase(c["candidate_id"], c["instance_id"], c["turn"], c["text"], turn.ask,
-                              relevant_params(turn.code, instance["params"]), turn.expectations))
+                              params, turn.expectations))
     outcomes = []
     with Progress(console=console, transient=True, disable=console is None) as progress:
         task = progress.add_task("Tri-Gate", total=len(cases))
@@ -194,6 +197,7 @@ def run_gate(ctx: StepContext) -> StepResult:
     from runtime.distill.funnel import build_funnel, dumps, funnel_markdown, print_funnel
     from runtime.distill.gates import sandbox_limits
     from runtime.sandbox import SandboxError, SandboxPool
+    from runtime.workflows import warmup_jobs
 
     recipe = ctx.plan.recipe
     distill = ctx.input_dir("distill")
@@ -201,7 +205,8 @@ def run_gate(ctx: StepContext) -> StepResult:
     candidates = _read_jsonl(distill / "candidates.jsonl")
     started = time.monotonic()
     try:
-        pool = SandboxPool(min(2, os.cpu_count() or 1), _warehouse(ctx), sandbox_limits(recipe), API_FACTORY)
+        pool = SandboxPool(min(2, os.cpu_count() or 1), _warehouse(ctx), sandbox_limits(recipe), API_FACTORY,
+                           warmup=warmup_jobs(instances))
     except SandboxError as err:
         raise StepError(f"cannot start the sandbox for the execution gate: {err}") from None
     with pool:

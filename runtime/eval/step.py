@@ -100,6 +100,7 @@ def run_eval(ctx):
     from runtime.rewards import SchemaTerms
     from runtime.sandbox import SandboxLimits, SandboxPool
     from runtime.step_context import StepError, StepResult
+    from runtime.workflows import warmup_jobs
 
     recipe = ctx.plan.recipe
     dataset = ctx.input_dir("dataset")
@@ -116,8 +117,9 @@ def run_eval(ctx):
               "stuffed": lambda: _sft_model(ctx, "stuffed")}
     (ctx.out_dir / "episodes").mkdir(parents=True, exist_ok=True)
     results = {}
+    warmup = warmup_jobs(json.loads(instances.read_text(encoding="utf-8")))
     with SandboxPool(2, ctx.input_dir("world") / "warehouse.duckdb", SandboxLimits(),
-                     "runtime.world.api:WarehouseApi") as sandbox:
+                     "runtime.world.api:WarehouseApi", warmup=warmup) as sandbox:
         references = reference_frames(tasks, sandbox)
         for arm in recipe.eval.arms:
             ctx.console.print(f"eval: arm {arm} on {len(tasks)} instances")

@@ -20,6 +20,7 @@ from .result import ERROR_CLASSES, ExecResult, frame_from_bytes, render_preview
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding `runtime/`
 _FACTORY_SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _READY_TIMEOUT_S = 120.0   # importing pandas/duckdb on a loaded machine can be slow
+_MAX_WARMUP = 200          # warm-up jobs per worker: enough for one of each reference solution
 _REPLY_GRACE_S = 10.0      # beyond the job's own wall limit, before the worker is presumed hung
 
 
@@ -29,6 +30,7 @@ class _Worker:
     def __init__(self, slot: int, init: dict):
         self.slot, self.init = slot, init
         self.layers: dict[str, bool] = {}
+        self.warmed_up = 0
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
@@ -49,6 +51,7 @@ class _Worker:
             self.kill()
             raise SandboxError(f"sandbox worker could not set up: {ready.get('error')}")
         self.layers = ready["layers"]
+        self.warmed_up = int(ready.get("warmup_clean", 0))
 
     def kill(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -152,13 +155,19 @@ def _job_frame(code, params=None) -> dict:
 class SandboxPool:
     """Warm, isolated workers that execute agent code against a read-only warehouse.
 
+    `warmup` is trusted code (code strings or (code, params) pairs, typically the
+    recipe's reference solutions) that each worker runs once before it forks any job
+    process, so that lazily built state (parser tables, pandas and DuckDB code paths)
+    is inherited by every job instead of rebuilt in each. It runs in the worker,
+    outside the job layers: never pass model output.
+
     Example:
         >>> with SandboxPool(2, "warehouse.duckdb", SandboxLimits(), "my_api:make_api") as pool:  # doctest: +SKIP
         ...     pool.run("result = api.query('SELECT 42 AS answer')").result_frame
     """
 
     def __init__(self, n_workers: int, db_path: str | os.PathLike, limits: SandboxLimits | None = None,
-                 api_factory: str = "runtime.world.api:WarehouseApi"):
+                 api_factory: str = "runtime.world.api:WarehouseApi", warmup=()):
         if not isinstance(n_workers, int) or n_workers < 1:
             raise SandboxError(f"n_workers must be a positive integer, got {n_workers!r}")
         if not Path(db_path).is_file():
@@ -166,8 +175,11 @@ class SandboxPool:
         if not isinstance(api_factory, str) or not _FACTORY_SPEC.match(api_factory):
             raise SandboxError(f"api_factory must look like `package.module:callable`, got {api_factory!r}")
         self.limits = limits or SandboxLimits()
+        # Trusted code only (reference solutions): it runs in the workers themselves.
+        warmup = [_job_frame(*((job,) if isinstance(job, str) else tuple(job))) for job in warmup][:_MAX_WARMUP]
         init = {"kind": "init", "db_path": str(Path(db_path).resolve()), "api_factory": api_factory,
-                "limits": self.limits.to_dict(), "sys_path": [_PACKAGE_ROOT, *[p for p in sys.path if p]]}
+                "limits": self.limits.to_dict(), "sys_path": [_PACKAGE_ROOT, *[p for p in sys.path if p]],
+                "warmup": [(job["code"], job["params"]) for job in warmup]}
         self._workers = [_Worker(slot, init) for slot in range(n_workers)]
         self._idle: queue.Queue[_Worker] = queue.Queue()
         try:
@@ -185,6 +197,11 @@ class SandboxPool:
     def layers(self) -> dict[str, bool]:
         """Worker-level layers as reported at start-up (jobs add their own)."""
         return dict(self._workers[0].layers)
+
+    @property
+    def warmed_up(self) -> int:
+        """Warm-up jobs that ran cleanly in each worker (the fewest over the workers)."""
+        return min(worker.warmed_up for worker in self._workers)
 
     def run(self, code: str, params: dict | None = None) -> ExecResult:
         return self._run_frame(_job_frame(code, params))

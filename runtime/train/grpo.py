@@ -321,6 +321,7 @@ def train_grpo(job: GRPOJob) -> dict:
     from trl import GRPOTrainer
 
     from runtime.sandbox import SandboxLimits, SandboxPool
+    from runtime.workflows import warmup_jobs
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     out = Path(job.out_dir)
@@ -332,7 +333,8 @@ def train_grpo(job: GRPOJob) -> dict:
     tokenizer = AutoTokenizer.from_pretrained(job.model_dir)
     model = AutoModelForCausalLM.from_pretrained(job.model_dir, dtype=torch.float32)
     started = time.time()
-    with SandboxPool(2, job.warehouse, SandboxLimits(), job.api_factory) as sandbox:
+    warmup = warmup_jobs(json.loads(Path(job.instances).read_text(encoding="utf-8")))
+    with SandboxPool(2, job.warehouse, SandboxLimits(), job.api_factory, warmup=warmup) as sandbox:
         rows, references = build_rows(job, sandbox)
         probe = rows[: job.measure_rows]
         before = measure(job, model, tokenizer, sandbox, probe, references, terms)

@@ -24,9 +24,11 @@ from runtime.workflows.solutions import (
     load_solution_text,
     render_solution,
     split_solution,
+    warmup_jobs,
 )
 
 __all__ = [
+    "warmup_jobs",
     "SPLITS",
     "CheckResult",
     "Instance",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime as _dt
 import inspect
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from string import Template
 from typing import Any
@@ -37,6 +37,7 @@ __all__ = [
     "load_solution_text",
     "format_value",
     "execute_code",
+    "warmup_jobs",
 ]
 
 # Optional leading comments and blank lines, then a triple-quoted docstring.
@@ -146,3 +147,21 @@ def execute_code(code: str, api: Any, params: Mapping[str, Any]) -> pd.DataFrame
     scope: dict[str, Any] = {"api": api, "params": dict(params), "pd": pd, "__name__": "__solution__"}
     exec(compile(code, "<solution>", "exec"), scope)  # noqa: S102 - trusted reference code
     return scope.get("result")
+
+
+def warmup_jobs(instances: Iterable[Mapping[str, Any]], limit: int = 200) -> list[tuple[str, dict]]:
+    """One (reference code, params) per workflow turn, for `SandboxPool(warmup=...)`.
+
+    The sandbox runs these trusted reference solutions once in each worker before
+    it forks job processes, so every job inherits warm parser, pandas and DuckDB
+    state. `instances` are instance dicts as the distill step writes them.
+    """
+    jobs, seen = [], set()
+    for instance in instances:
+        for index, turn in enumerate(instance.get("turns", ())):
+            key = (instance.get("workflow"), index)
+            if key in seen or not turn.get("code"):
+                continue
+            seen.add(key)
+            jobs.append((turn["code"], dict(instance.get("params", {}))))
+    return jobs[:limit]

@@ -74,7 +74,7 @@ class WarehouseApi:
     def __init__(self, con: duckdb.DuckDBPyConnection):
         self._con = con
         self.calls: list[str] = []
-        self._entities, self._fields = _load_catalog(con)
+        self._entities, self._fields = _catalog_of(con)
         self._views = list(self._entities["view"])
         self._physical_tables = {
             str(t).lower(): v for t, v in zip(self._entities["table_name"], self._entities["view"]) if t
@@ -206,6 +206,23 @@ class WarehouseApi:
             )
         owner = views[0] if len(views) == 1 else None
         return UnknownFieldError(_unknown_field_message(column, owner, list(dict.fromkeys(candidates["field"]))))
+
+
+# Catalogs of read-only connections, by connection: a read-only warehouse's catalog
+# cannot change, and the sandbox builds one API per job over the same connection
+# (loaded once in the worker, each job process inherits it instead of querying it).
+_CATALOGS: dict[int, tuple[duckdb.DuckDBPyConnection, pd.DataFrame, pd.DataFrame]] = {}
+
+
+def _catalog_of(con) -> tuple[pd.DataFrame, pd.DataFrame]:
+    cached = _CATALOGS.get(id(con))
+    if cached is not None and cached[0] is con:
+        return cached[1], cached[2]
+    entities, fields = _load_catalog(con)
+    read_only = con.execute("SELECT bool_and(readonly) FROM duckdb_databases() WHERE NOT internal").fetchone()[0]
+    if read_only:
+        _CATALOGS[id(con)] = (con, entities, fields)  # holding `con` keeps its id from being reused
+    return entities, fields
 
 
 def _load_catalog(con) -> tuple[pd.DataFrame, pd.DataFrame]:

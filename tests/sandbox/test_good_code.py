@@ -134,3 +134,16 @@ def test_bad_job_input_gets_a_clear_message(pool, code, params, message):
 
 def test_result_frame_is_a_real_dataframe(pool):
     assert isinstance(pool.run("result = api.query('SELECT * FROM advertisers')").result_frame, pd.DataFrame)
+
+
+def test_warm_up_code_runs_in_the_worker_once_and_every_job_inherits_its_state(warehouse):
+    # Warm-up is trusted code (a recipe's reference solutions): whatever it builds
+    # lazily is already there in each freshly forked job process.
+    warmup = ["import json\njson.craft_warmed = getattr(json, 'craft_warmed', 0) + 1\n"
+              "result = api.query('SELECT count(*) AS n FROM campaigns')",
+              "raise RuntimeError('a failing warm-up only leaves its path cold')"]
+    with SandboxPool(1, warehouse, api_factory="fake_api:make_api", warmup=warmup) as pool:
+        assert pool.warmed_up == 1
+        runs = [pool.run("import json\njson.craft_warmed += 10\nresult = json.craft_warmed") for _ in range(2)]
+    # Each job sees the worker's count (1) and its own change dies with its process.
+    assert [r.result_frame["result"][0] for r in runs] == [11, 11]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from runtime.workflows import SolutionError, execute_code, render_solution, split_solution
+from runtime.workflows import SolutionError, execute_code, render_solution, split_solution, warmup_jobs
 
 SOLUTION = '''# a leading comment is allowed
 """
@@ -63,3 +63,13 @@ def test_execute_code_binds_the_agent_globals_and_returns_result():
 
 def test_execute_code_without_result_returns_none():
     assert execute_code("x = 1\n", api=None, params={}) is None
+
+
+def test_warmup_jobs_take_one_reference_per_workflow_turn():
+    instances = [
+        {"workflow": "spend", "params": {"days": 7}, "turns": [{"code": "a"}, {"code": "b"}]},
+        {"workflow": "spend", "params": {"days": 30}, "turns": [{"code": "a2"}, {"code": "b2"}]},
+        {"workflow": "ctr", "params": {}, "turns": [{"code": "c"}]},
+    ]
+    assert warmup_jobs(instances) == [("a", {"days": 7}), ("b", {"days": 7}), ("c", {})]
+    assert warmup_jobs(instances, limit=1) == [("a", {"days": 7})]

@@ -122,3 +122,18 @@ def test_connect_to_missing_file_says_how_to_build_it(tmp_path):
 def test_a_warehouse_without_catalog_is_a_clear_error():
     with pytest.raises(Exception, match="craft_meta"):
         WarehouseApi(duckdb.connect())
+
+
+def test_the_catalog_of_a_read_only_connection_is_read_once(warehouse):
+    # The sandbox builds one API per job over the worker's connection; a read-only
+    # warehouse's catalog cannot change, so later APIs reuse the first one's.
+    con = duckdb.connect(str(warehouse), read_only=True)
+    first, second = WarehouseApi(con), WarehouseApi(con)
+    assert second._fields is first._fields and second._entities is first._entities
+
+
+def test_a_writable_connection_rereads_its_catalog(tmp_path, warehouse):
+    copy = tmp_path / "writable.duckdb"
+    copy.write_bytes(warehouse.read_bytes())
+    con = duckdb.connect(str(copy))
+    assert WarehouseApi(con)._fields is not WarehouseApi(con)._fields
