@@ -23,6 +23,7 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import SimpleNamespace
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from craftc.ir import BlockFormat, Expectation, Recipe
@@ -161,33 +162,45 @@ class TriGate:
 
     def run(self, cases: list[GateCase]) -> list[GateOutcome]:
         """Filter candidates; outcomes come back in input order."""
-        parsed = [parse_turn(case.text, self.fmt) for case in cases]
-        runnable = [i for i, p in enumerate(parsed) if p.code and p.code.strip()]
-        # The sandbox workers execute while this process judges: both cores stay busy.
+        return [outcome for chunk in self.run_chunks([cases]) for outcome in chunk]
+
+    def run_chunks(self, chunks: Iterable[list[GateCase]]) -> Iterator[list[GateOutcome]]:
+        """Filter chunks of candidates, yielding each chunk's outcomes in order.
+
+        One background thread feeds every chunk's code to the sandbox pool in turn,
+        while this thread judges and checks the outputs of the chunks already run,
+        so the workers never wait for the gate's own bookkeeping.
+        """
         with ThreadPoolExecutor(max_workers=1) as background:
-            execution = background.submit(self.pool.run_many, [(parsed[i].code, cases[i].params) for i in runnable])
-            verdicts = self._judge(cases, parsed)
-            executed = execution.result()
-        results: list[Any] = [None] * len(cases)
-        for index, result in zip(runnable, executed):
-            results[index] = result
-        outcomes = []
-        for case, turn, result, verdict in zip(cases, parsed, results, verdicts):
-            answers = {
-                "execution": execution_rejection(result, self.gates.execution.reject),
-                "output": self._output_rejection(case, turn, result),
-                "judge": None if verdict.passed else ("judge", verdict.reason),
-            }
-            outcome = GateOutcome(case.candidate_id, True, execution=_execution_summary(result),
-                                  judges=[{"judge": v.judge, "passed": v.passed, "reason": v.reason}
-                                          for v in verdict.verdicts])
-            for gate in self.gates.order:
-                answer = answers.get(gate)
-                outcome.would_reject[gate] = answer[0] if answer else None
-                if answer:
-                    outcome.reasons[gate] = answer[1]
-                    if outcome.accepted:
-                        outcome.accepted, outcome.gate = False, gate
-                        outcome.reason_class, outcome.reason = answer
-            outcomes.append(outcome)
-        return outcomes
+            pending = []
+            for chunk in chunks:
+                parsed = [parse_turn(case.text, self.fmt) for case in chunk]
+                runnable = [i for i, p in enumerate(parsed) if p.code and p.code.strip()]
+                jobs = [(parsed[i].code, chunk[i].params) for i in runnable]
+                pending.append((chunk, parsed, runnable, background.submit(self.pool.run_many, jobs)))
+            for chunk, parsed, runnable, execution in pending:
+                verdicts = self._judge(chunk, parsed)
+                results: list[Any] = [None] * len(chunk)
+                for index, result in zip(runnable, execution.result()):
+                    results[index] = result
+                yield [self._decide(case, turn, result, verdict)
+                       for case, turn, result, verdict in zip(chunk, parsed, results, verdicts)]
+
+    def _decide(self, case: GateCase, turn, result, verdict) -> GateOutcome:
+        answers = {
+            "execution": execution_rejection(result, self.gates.execution.reject),
+            "output": self._output_rejection(case, turn, result),
+            "judge": None if verdict.passed else ("judge", verdict.reason),
+        }
+        outcome = GateOutcome(case.candidate_id, True, execution=_execution_summary(result),
+                              judges=[{"judge": v.judge, "passed": v.passed, "reason": v.reason}
+                                      for v in verdict.verdicts])
+        for gate in self.gates.order:
+            answer = answers.get(gate)
+            outcome.would_reject[gate] = answer[0] if answer else None
+            if answer:
+                outcome.reasons[gate] = answer[1]
+                if outcome.accepted:
+                    outcome.accepted, outcome.gate = False, gate
+                    outcome.reason_class, outcome.reason = answer
+        return outcome

@@ -173,9 +173,9 @@ def gate_candidates(recipe, instances: list[dict], candidates: list[dict], pool,
     outcomes = []
     with Progress(console=console, transient=True, disable=console is None) as progress:
         task = progress.add_task("Tri-Gate", total=len(cases))
-        for start in range(0, len(cases), GATE_CHUNK):
-            chunk = cases[start:start + GATE_CHUNK]
-            outcomes += [o.to_dict() for o in gate.run(chunk)]
+        chunks = [cases[start:start + GATE_CHUNK] for start in range(0, len(cases), GATE_CHUNK)]
+        for chunk in gate.run_chunks(chunks):
+            outcomes += [o.to_dict() for o in chunk]
             progress.advance(task, len(chunk))
     return outcomes, {"instance_turns": {f"{k[0]}/t{k[1] + 1}": v for k, v in sorted(unusable.items())},
                       "candidates": len(skipped)}
