@@ -309,7 +309,8 @@ CODES: dict[str, CodeInfo] = {
                "stage grpo { group 4 }",
                "stage grpo { from sft  group 4 }"),
     "E504": _c("batch does not divide",
-               "`batch` is not a multiple of `per_device_batch * max(gpus, 1) * nodes`.",
+               "`batch` is not a multiple of `per_device_batch * per_node * nodes`, where `per_node` is `gpus`, "
+               "or `processes` on CPU (`gpus 0`).",
                "Gradient accumulation steps must be a whole number.",
                "stage sft { batch 12  per_device_batch 8 }",
                "stage sft { batch 16  per_device_batch 8 }"),
@@ -348,6 +349,12 @@ CODES: dict[str, CodeInfo] = {
                "The baseline would see a truncated schema; its figures would understate it.",
                "eval { arms craft, stuffed }  with base tiny_moe (context 2048)",
                "give the model a larger `context`, or drop the `stuffed` arm"),
+    "E512": _c("several CPU processes outside CPU DDP",
+               "A stage sets `processes` above 1 without both `gpus 0` and `parallel ddp`.",
+               "`processes` counts training processes per node on CPU; they only cooperate through DDP over gloo. "
+               "On GPUs the process count is `gpus`, and `parallel none` is a single process.",
+               "stage sft { parallel none  gpus 0  processes 4 }",
+               "stage sft { parallel ddp  gpus 0  processes 4 }"),
     # ------------------------------------------------------------ importing schemas (craftc import)
     "E901": _c("import source does not exist",
                "The database, SQL file or dbt project named for `craftc import` is not there.",

@@ -288,6 +288,7 @@ class Stage(Node):
     parallel: Literal["none", "ddp", "fsdp2", "zero3"] = "none"
     gpus: int = 0
     nodes: int = 1
+    processes: int = 1                   # training processes per node on CPU (`gpus 0`)
     mixed_precision: Literal["no", "bf16", "fp16"] = "no"
 
 

@@ -167,6 +167,8 @@ BLOCK_KEYS: dict[str, dict[str, Key]] = {
                         choices=("none", "ddp", "fsdp2", "zero3")),
         "gpus": Key("int", "GPUs per node (0 = CPU)", "0", low=0, high=1024),
         "nodes": Key("int", "machines", "1", low=1, high=4096),
+        "processes": Key("int", "training processes per node on CPU (`gpus 0`); above 1 needs "
+                         "`parallel ddp`", "1", low=1, high=256),
         "mixed_precision": Key("enum", "mixed precision", "no", choices=("no", "bf16", "fp16")),
     },
     "eval": {

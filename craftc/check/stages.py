@@ -27,6 +27,7 @@ def check_stages(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None
     for s in recipe.stages:
         block = blocks.get(s.name)
         _check_from(s, block, stages, sink)
+        _check_processes(s, block, sink)
         _check_batch(s, block, sink)
         _check_mask(s, block, sink)
     _check_cycles(recipe.stages, blocks, sink)
@@ -71,11 +72,30 @@ def _check_cycles(stages, blocks: dict[str, Block], sink) -> None:
                        "remove one `from` so that the stages form a sequence")
 
 
+def _check_processes(s: Stage, block: Block | None, sink) -> None:
+    if s.processes > 1 and not (s.gpus == 0 and s.parallel == "ddp"):
+        where = f"`gpus {s.gpus}`" if s.gpus else f"`parallel {s.parallel}`"
+        fix = ("CPU processes run only with `gpus 0`: drop `processes` (on GPUs `gpus` is the "
+               "process count per node)" if s.gpus else
+               f"use `parallel ddp` to run {s.processes} CPU processes, or drop `processes`")
+        sink.error("E512", f"stage `{s.name}`: `processes {s.processes}` needs `gpus 0` and "
+                   f"`parallel ddp`, not {where}",
+                   setting_span(block, "processes") or (block.name_span if block else None), fix)
+
+
+def _per_node(s: Stage) -> tuple[int, str]:
+    """Training processes per node and what they are, for the batch arithmetic."""
+    if s.gpus == 0:
+        return s.processes, "CPU process(es)"
+    return s.gpus, "GPU(s)"
+
+
 def _check_batch(s: Stage, block: Block | None, sink) -> None:
-    devices = s.per_device_batch * max(s.gpus, 1) * s.nodes
+    per_node, what = _per_node(s)
+    devices = s.per_device_batch * per_node * s.nodes
     if s.batch % devices:
         sink.error("E504", f"stage `{s.name}`: batch {s.batch} is not a multiple of "
-                   f"per_device_batch {s.per_device_batch} x {max(s.gpus, 1)} GPU(s) x "
+                   f"per_device_batch {s.per_device_batch} x {per_node} {what} x "
                    f"{s.nodes} node(s) = {devices}",
                    setting_span(block, "batch") or (block.name_span if block else None),
                    f"use a batch of {devices * max(1, round(s.batch / devices))}, or change "

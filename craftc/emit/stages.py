@@ -27,7 +27,12 @@ _MODEL_CLASSES = (
     ("qwen3", "Qwen3MoeDecoderLayer", "Qwen3MoeSparseMoeBlock"),
 )
 _DEFAULT_CLASSES = ("Qwen3MoeDecoderLayer", "Qwen3MoeSparseMoeBlock")
-_DISTRIBUTED_TYPE = {"cpu": "NO", "single_gpu": "NO", "multi_cpu": "MULTI_CPU", "ddp": "MULTI_GPU",
+# `multi_cpu` is a MULTI_GPU config with `use_cpu: true`: in accelerate 1.15 a MULTI_CPU
+# config without an mpirun hostfile goes to the simple launcher, which starts ONE process.
+# The MULTI_GPU launcher is torchrun, which starts `num_processes`; with `use_cpu=True` in
+# the training arguments each process then selects MULTI_CPU with the gloo backend. This
+# is runtime/train/accelerate_configs.py's `ddp_cpu`.
+_DISTRIBUTED_TYPE = {"cpu": "NO", "single_gpu": "NO", "multi_cpu": "MULTI_GPU", "ddp": "MULTI_GPU",
                      "fsdp2": "FSDP", "zero3": "DEEPSPEED"}
 
 
@@ -35,7 +40,7 @@ def accelerate_mode(stage: Stage) -> str:
     """One of ``cpu``, ``single_gpu``, ``multi_cpu``, ``ddp``, ``fsdp2``, ``zero3``.
 
     ``gpus 0`` means CPU: ``parallel none`` is one CPU process and ``parallel ddp``
-    one CPU process per node.
+    ``processes`` CPU processes per node (DDP over gloo).
     """
     if stage.parallel == "none":
         return "cpu" if stage.gpus == 0 else "single_gpu"
@@ -50,7 +55,7 @@ def world_size(stage: Stage) -> int:
     if mode in ("cpu", "single_gpu"):
         return 1
     if mode == "multi_cpu":
-        return stage.nodes
+        return stage.processes * stage.nodes
     return max(stage.gpus, 1) * stage.nodes
 
 

@@ -11,6 +11,7 @@ Modes:
              processes through torchrun's launcher (a `MULTI_CPU` config without an
              mpirun hostfile starts ONE process), so this is a `MULTI_GPU`-launcher config
              with `use_cpu: true`; transformers' `use_cpu=True` then selects gloo.
+             craftc emits this config for a stage with `parallel ddp  gpus 0  processes N`.
     ddp      N GPUs per node, DDP over NCCL.
     fsdp2    FSDP version 2, wrapping each transformer decoder layer.
     zero3    DeepSpeed ZeRO-3; the MoE block is a ZeRO-3 leaf module
@@ -72,7 +73,8 @@ def accelerate_config(
 
     Args:
         parallel: One of `PARALLEL_MODES`.
-        gpus: Processes per node (GPUs, or CPU processes for `ddp_cpu`).
+        gpus: Processes per node (GPUs, or CPU processes for `ddp_cpu`: a recipe stage's
+            `processes`).
         nodes: Machines. Above 1, each node launches with its own `--machine_rank`.
         mixed_precision: `no|fp16|bf16|fp8`; default `no` on CPU, `bf16` on GPU.
         moe_block_class: The MoE block class DeepSpeed treats as a ZeRO-3 leaf.

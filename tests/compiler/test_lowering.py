@@ -119,3 +119,24 @@ def test_loading_is_deterministic():
 def test_a_schema_loads_on_its_own():
     result = load_schema(FIXTURES / "mini_schema.craft")
     assert result.ok and result.recipe is None and len(result.schema.entities) == 4
+
+
+def _mini_with_sft(tmp_path, sft_settings: str):
+    tmp_path.mkdir()
+    for name in ("mini_schema.craft", "solutions"):
+        src = FIXTURES / name
+        (tmp_path / name).symlink_to(src, target_is_directory=src.is_dir())
+    text = (FIXTURES / "mini.craft").read_text().replace(
+        "stage sft { base small  epochs 2  lr 3e-4  batch 8  per_device_batch 4 }",
+        f"stage sft {{ base small  epochs 2  lr 3e-4  {sft_settings} }}")
+    (tmp_path / "r.craft").write_text(text)
+    return load_recipe(tmp_path / "r.craft")
+
+
+def test_cpu_ddp_processes_count_in_the_batch_arithmetic(tmp_path):
+    ok = _mini_with_sft(tmp_path / "ok", "batch 8  per_device_batch 4  parallel ddp  gpus 0  processes 2")
+    assert ok.ok, ok.render()
+    assert (ok.recipe.stages[0].processes, ok.recipe.stages[1].processes) == (2, 1)
+    bad = _mini_with_sft(tmp_path / "bad", "batch 12  per_device_batch 4  parallel ddp  gpus 0  processes 2")
+    [d] = [d for d in bad.diagnostics if d.code == "E504"]
+    assert "4 x 2 CPU process(es) x 1 node(s) = 8" in d.message

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from accelerate.commands.config.config_args import ClusterConfig
 
-from craftc.emit.stages import accelerate_mode, accelerate_yaml, trl_config
+from craftc.emit.stages import accelerate_mode, accelerate_yaml, trl_config, world_size
 from craftc.ir import ModelSpec, Stage
 from runtime.train.accelerate_configs import accelerate_config
 
@@ -56,10 +56,11 @@ SETUPS = [
     (dict(parallel="ddp", gpus=4, mixed_precision="bf16"), dict(parallel="ddp", gpus=4)),
     (dict(parallel="fsdp2", gpus=8, mixed_precision="bf16"), dict(parallel="fsdp2", gpus=8)),
     (dict(parallel="zero3", gpus=8, mixed_precision="bf16"), dict(parallel="zero3", gpus=8)),
+    (dict(parallel="ddp", gpus=0, processes=2), dict(parallel="ddp_cpu", gpus=2)),
 ]
 
 
-@pytest.mark.parametrize("settings,runtime_args", SETUPS, ids=["cpu", "ddp", "fsdp2", "zero3"])
+@pytest.mark.parametrize("settings,runtime_args", SETUPS, ids=["cpu", "ddp", "fsdp2", "zero3", "ddp_cpu"])
 def test_accelerate_yaml_loads_with_accelerate_and_matches_the_runtime_helper(tmp_path, recipe, settings,
                                                                                runtime_args):
     path = tmp_path / "accelerate.yaml"
@@ -83,11 +84,21 @@ def test_model_family_picks_the_layer_classes(recipe):
     assert "fsdp_transformer_layer_cls_to_wrap: GptOssDecoderLayer" in text
 
 
-def test_cpu_ddp_is_multi_cpu(tmp_path, recipe):
-    stage = stage_with(parallel="ddp", gpus=0, nodes=2)
-    assert accelerate_mode(stage) == "multi_cpu"
+def test_cpu_ddp_is_a_torchrun_config_with_one_process_per_cpu_worker(tmp_path, recipe):
+    """accelerate 1.15 starts a MULTI_CPU config without a hostfile as one process, so CPU
+    DDP is a MULTI_GPU (torchrun) config with use_cpu; `processes` counts per node."""
+    stage = stage_with(parallel="ddp", gpus=0, nodes=2, processes=3, batch=48, per_device_batch=4)
+    assert accelerate_mode(stage) == "multi_cpu" and world_size(stage) == 6
     path = tmp_path / "a.yaml"
     path.write_text(accelerate_yaml(recipe, stage))
     loaded = ClusterConfig.from_yaml_file(str(path))
-    assert loaded.distributed_type == "MULTI_CPU" and loaded.use_cpu and loaded.num_processes == 2
-    assert json.loads(json.dumps(trl_config(recipe, stage)))["use_cpu"] is True
+    assert loaded.distributed_type == "MULTI_GPU" and loaded.use_cpu
+    assert loaded.num_processes == 6 and loaded.num_machines == 2 and loaded.mixed_precision == "no"
+    assert "gpu_ids" not in yaml.safe_load(path.read_text())
+    kwargs = json.loads(json.dumps(trl_config(recipe, stage)))
+    assert kwargs["use_cpu"] is True and kwargs["gradient_accumulation_steps"] == 48 // (4 * 6)
+
+
+def test_processes_default_to_one_cpu_process_per_node(recipe):
+    assert world_size(stage_with(parallel="ddp", gpus=0, nodes=2)) == 2
+    assert world_size(stage_with()) == 1

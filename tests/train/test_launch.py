@@ -78,16 +78,43 @@ def test_each_launch_command_is_accepted_by_accelerates_parser(mode, tmp_path):
     assert args.training_script_args == ["--config", str(tmp_path / "sft.json")]
 
 
-def test_two_cpu_processes_run_sft_through_accelerate_launch(tiny_model_dir, dataset_dir, tmp_path, capsys):
-    """DDP over gloo on CPU: the same SFT entry point a GPU cluster runs."""
-    acc = write_accelerate_config(accelerate_config("ddp_cpu", gpus=2), tmp_path / "ddp_cpu.yaml")
+CPU_DDP_SFT = "stage sft  { base tiny_moe  steps 3  lr 3e-3  batch 4  per_device_batch 2  max_length 1024  " \
+              "parallel ddp  gpus 0  processes 2 }"
+
+
+def test_two_cpu_processes_run_sft_with_the_compiled_accelerate_config(tiny_model_dir, dataset_dir, tmp_path,
+                                                                        capsys):
+    """DDP over gloo on CPU, launched with the accelerate.yaml and TRL settings that craftc
+    compiles for `parallel ddp  gpus 0  processes 2`: the same SFT entry point a GPU cluster runs."""
+    import yaml
+
+    from craftc.emit.compile import compile_to_dir
+    from runtime.train.step import _num_processes, stage_settings
+
+    hello = _project_root() / "examples" / "hello"
+    recipe_dir = tmp_path / "recipe"
+    recipe_dir.mkdir()
+    for name in ("schema.craft", "solutions"):
+        (recipe_dir / name).symlink_to(hello / name, target_is_directory=(hello / name).is_dir())
+    text = (hello / "hello.craft").read_text()
+    old = "stage sft  { base tiny_moe  epochs 1  batch 8  per_device_batch 8  max_length 512 }"
+    assert old in text
+    (recipe_dir / "hello.craft").write_text(text.replace(old, CPU_DDP_SFT))
+    compiled = compile_to_dir(recipe_dir / "hello.craft", tmp_path / "plan")
+    assert compiled.ok, compiled.load.render()
+
+    stage = compiled.recipe.stages[0]
+    acc = tmp_path / "plan" / "stages" / "sft" / "accelerate.yaml"
+    assert yaml.safe_load(acc.read_text()) == accelerate_config("ddp_cpu", gpus=2)
+    assert _num_processes(acc) == 2
+    trl_kwargs = json.loads((tmp_path / "plan" / "stages" / "sft" / "trl_config.json").read_text())
+    assert trl_kwargs["gradient_accumulation_steps"] == 1          # 4 = 2 per process x 2 processes
+
     out = tmp_path / "out"
     config = tmp_path / "sft.json"
     config.write_text(json.dumps({"model_dir": str(tiny_model_dir), "dataset_dir": str(dataset_dir),
-                                  "out_dir": str(out), "stage": {"epochs": 1, "max_steps": 3, "lr": 3e-3,
-                                                                 "per_device_batch": 2, "logging_steps": 1,
-                                                                 "max_length": 1024, "parallel": "ddp_cpu"}}))
-    cmd = accelerate_command(acc, 2, "runtime.train.sft", config)
+                                  "out_dir": str(out), "stage": stage_settings(trl_kwargs, stage)}))
+    cmd = accelerate_command(acc, _num_processes(acc), "runtime.train.sft", config)
     run_launch(cmd, cwd=str(_project_root()))
     assert capsys.readouterr().out.startswith("+ " + shlex.join(cmd))  # printed before it ran
     summary = json.loads((out / "sft_summary.json").read_text())
