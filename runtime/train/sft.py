@@ -336,7 +336,21 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if _is_main_process():
         print(json.dumps(summary, sort_keys=True))
+    _end_distributed()
     return 0
+
+
+def _end_distributed() -> None:
+    """Leave the process group cleanly: every rank waits for the others, then tears it down.
+
+    Without this a DDP rank may abort at interpreter exit (SIGABRT from a gloo thread
+    still running), failing a launch whose training and save had already finished.
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":
