@@ -134,7 +134,7 @@ def read_ddl(path: Path, dialect: str) -> list[SourceTable]:
     text = _read_text(path)
     try:
         statements = sqlglot.parse(text, read=dialect, error_level=sqlglot.ErrorLevel.RAISE)
-    except sqlglot.errors.ParseError as exc:
+    except sqlglot.errors.SqlglotError as exc:
         err = exc.errors[0] if exc.errors else {}
         raise _fail("E906", f"cannot parse `{shown}` as {dialect} SQL: {err.get('description', exc)}",
                     shown, err.get("line") or 1, err.get("col") or 1,

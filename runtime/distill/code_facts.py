@@ -119,7 +119,7 @@ def sql_strings(code: str) -> list[SqlString]:
 def _collect_sql(sql: str, facts: CodeFacts) -> None:
     try:
         statements = sqlglot.parse(sql, read="duckdb")
-    except sqlglot.errors.ParseError as err:
+    except sqlglot.errors.SqlglotError as err:
         facts.problems.append(f"SQL does not parse: {str(err).splitlines()[0]}")
         return
     for statement in statements:

@@ -155,7 +155,7 @@ def _missing_filter(turn: Turn3, ctx: NoiseContext, rng: random.Random) -> Turn3
     for literal in sql_strings(turn.code):
         try:
             tree = sqlglot.parse_one(literal.sql, read="duckdb")
-        except sqlglot.errors.ParseError:
+        except sqlglot.errors.SqlglotError:
             continue
         where = tree.find(exp.Where)
         if where is None:

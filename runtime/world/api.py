@@ -163,7 +163,7 @@ class WarehouseApi:
             raise ForbiddenQueryError("query() needs a non-empty SQL string")
         try:
             statements = [s for s in sqlglot.parse(sql, dialect="duckdb") if s is not None]
-        except sqlglot.errors.ParseError as error:
+        except sqlglot.errors.SqlglotError as error:
             raise QueryError(f"SQL syntax error: {_first_line(str(error))}") from None
         if len(statements) != 1:
             raise ForbiddenQueryError(f"query() runs exactly one statement, got {len(statements)}")

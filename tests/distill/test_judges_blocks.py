@@ -6,6 +6,7 @@ import pytest
 
 from craftc.ir import BlockFormat, Entity, EntityField, EntityKey, FieldType, Metric, Schema
 from runtime.distill.blocks import format_turn, parse_turn
+from runtime.distill.code_facts import code_facts
 from runtime.distill.judges import (JudgeCase, NoDdlLeakJudge, PlanCodeJudge, PromptParamsJudge,
                                     Verdict, vote)
 from runtime.distill.vocabulary import SchemaVocabulary
@@ -102,6 +103,14 @@ def test_no_ddl_leak(plan, passed, needle):
 def test_unparseable_code_fails_plan_code_with_the_syntax_error():
     verdict = PlanCodeJudge(VOCAB).judge(JudgeCase("q", "CTR", "result = api.query(", {}))
     assert not verdict.passed and "does not parse" in verdict.reason
+
+
+def test_sql_the_tokenizer_cannot_read_fails_plan_code_instead_of_raising():
+    # An unclosed quoted identifier stops sqlglot's tokenizer (TokenError, not a
+    # ParseError); a model in GRPO writes such code, and the judge must just say no.
+    code = 'result = api.query("SELECT \\"name FROM daily_stat")'
+    assert any("SQL does not parse" in p for p in code_facts(code).problems)
+    assert not PlanCodeJudge(VOCAB).judge(JudgeCase("q", "CTR", code, {})).passed
 
 
 VERDICTS = [Verdict("a", True, "ok", 3.0), Verdict("b", False, "bad b", 1.0), Verdict("c", False, "bad c", 1.0)]
