@@ -273,6 +273,7 @@ class Stage(Node):
     epochs: float = 3.0
     steps: int | None = None             # overrides epochs when set
     lr: float = 3e-4
+    warmup: float = 0.0                  # share of the optimiser steps warming the learning rate up
     batch: int = 8                       # global batch (examples per optimiser step)
     per_device_batch: int = 8
     max_length: int = 1024

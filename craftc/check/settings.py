@@ -149,6 +149,8 @@ BLOCK_KEYS: dict[str, dict[str, Key]] = {
         "epochs": Key("float", "passes over the data", "3", low=0, low_open=True),
         "steps": Key("int", "optimiser steps (overrides epochs)", "none", low=1),
         "lr": Key("float", "learning rate", "3e-4", low=0, low_open=True, high=1),
+        "warmup": Key("fraction", "share of the optimiser steps with a linear learning-rate warm-up",
+                      "0%", low=0, high=0.5),
         "batch": Key("int", "global batch (examples per optimiser step)", "8", low=1),
         "per_device_batch": Key("int", "examples per device per forward pass", "8", low=1),
         "max_length": Key("int", "max tokens per training example", "1024", low=16),

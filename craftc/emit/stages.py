@@ -77,6 +77,8 @@ def trl_config(recipe: Recipe, stage: Stage) -> dict:
         "num_train_epochs": float(stage.epochs),
         "max_steps": stage.steps if stage.steps is not None else -1,
         "learning_rate": stage.lr,
+        # transformers 5: a float in [0, 1) is the share of steps that warm up.
+        "warmup_steps": float(stage.warmup),
         "per_device_train_batch_size": stage.per_device_batch,
         "gradient_accumulation_steps": max(1, stage.batch // per_step),
         "seed": recipe.seed,

@@ -58,7 +58,7 @@ class GRPOJob:
     schema: dict | None = None                    # craftc.ir.Schema as JSON, for consistency/judge
     api_factory: str = "runtime.world.api:WarehouseApi"
     max_rows: int = 64                            # training rows kept (instances x turns)
-    measure_rows: int = 16
+    measure_rows: int = 32                        # training rows measured before and after
     seed: int = 0
 
     @classmethod
@@ -126,6 +126,32 @@ def build_rows(job: GRPOJob, sandbox) -> tuple[list[dict], dict]:
             messages += [{"role": "assistant", "content": reference_turn},
                          {"role": "tool", "content": wording.render_tool(tool_output_text(ExecRecord.from_result(result)))}]
     return rows[: job.max_rows], references
+
+
+def completion_room(job: GRPOJob, tokenizer) -> dict:
+    """How the reference turns fit in ``max_new_tokens``, with a warning when most do not.
+
+    A completion cut off mid-``<CODE>`` never runs, so its outcome reward is 0: with
+    a limit below most reference turns GRPO has little to learn from. (The smoke
+    profile does this on purpose, to stay fast; a real profile should not.)
+    """
+    from craftc.ir import BlockFormat
+    from runtime.agent import load_tasks
+    from runtime.distill.blocks import format_turn
+
+    fmt = BlockFormat(**job.fmt) if job.fmt else BlockFormat()
+    limit = int(job.stage.get("max_new_tokens", 256))
+    lengths = sorted(len(tokenizer(format_turn("Follow the plan.", turn.reference_plan, turn.reference_code, fmt),
+                                   add_special_tokens=False)["input_ids"])
+                     for task in load_tasks(job.instances) for turn in task.turns)
+    room = {"max_new_tokens": limit, "median_reference_tokens": lengths[len(lengths) // 2] if lengths else 0,
+            "longest_reference_tokens": lengths[-1] if lengths else 0,
+            "share_cut_off": round(sum(n > limit for n in lengths) / len(lengths), 4) if lengths else 0.0}
+    if room["median_reference_tokens"] > limit:
+        room["warning"] = (f"max_new_tokens {limit} is shorter than most reference turns (median "
+                           f"{room['median_reference_tokens']} tokens): completions are cut off before their CODE "
+                           f"block ends; raise `max_new_tokens` in the grpo stage to {room['longest_reference_tokens']}")
+    return room
 
 
 # ---------------------------------------------------------------- rollouts and rewards
@@ -331,6 +357,9 @@ def train_grpo(job: GRPOJob) -> dict:
     spec, terms = _spec(job), _terms(job)
     torch.manual_seed(job.seed)
     tokenizer = AutoTokenizer.from_pretrained(job.model_dir)
+    room = completion_room(job, tokenizer)
+    if "warning" in room:
+        print(f"warning: {room['warning']}", file=sys.stderr)
     model = AutoModelForCausalLM.from_pretrained(job.model_dir, dtype=torch.float32)
     started = time.time()
     warmup = warmup_jobs(json.loads(Path(job.instances).read_text(encoding="utf-8")))
@@ -359,7 +388,7 @@ def train_grpo(job: GRPOJob) -> dict:
     summary = {
         "steps": trainer.state.global_step, "rows": len(rows), "measured_rows": len(probe),
         "reward_weights": dict(zip(spec.components, spec.trl_weights)), "aggregate": spec.aggregate,
-        "before": before, "after": after, "wall_s": round(time.time() - started, 1),
+        "before": before, "after": after, "wall_s": round(time.time() - started, 1), "completion_room": room,
         "plots": _plot_curves(history, spec.components, out),
     }
     _write_json(out / "grpo_summary.json", summary)

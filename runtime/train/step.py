@@ -67,6 +67,7 @@ def stage_settings(trl_kwargs: dict, stage: Stage) -> dict:
         "epochs": trl_kwargs["num_train_epochs"],
         "max_steps": trl_kwargs["max_steps"],
         "lr": trl_kwargs["learning_rate"],
+        "warmup_ratio": trl_kwargs.get("warmup_steps", 0.0),
         "per_device_batch": trl_kwargs["per_device_train_batch_size"],
         "grad_accum": trl_kwargs["gradient_accumulation_steps"],
         "max_length": trl_kwargs.get("max_length", stage.max_length),

@@ -45,6 +45,14 @@ def test_summary_reports_before_and_after_and_saves_a_model(trained):
     assert "reward_total.png" in summary["plots"]
 
 
+def test_summary_warns_when_completions_cannot_hold_the_reference_turns(trained):
+    # The fixture keeps rollouts short (16 tokens) to stay fast; the run says so.
+    _, summary = trained
+    room = summary["completion_room"]
+    assert room["max_new_tokens"] == 16 and room["median_reference_tokens"] > 16
+    assert room["share_cut_off"] == 1.0 and "raise `max_new_tokens`" in room["warning"]
+
+
 def test_rollouts_are_multi_turn(trained):
     job, _ = trained
     lines = [json.loads(l) for l in open(f"{job.out_dir}/metrics.jsonl")]
