@@ -7,7 +7,7 @@ solutions run once per instance turn (`TriGate.run_references`), inside the timi
 pool warms its workers with one reference solution per workflow turn, as the gate step
 does; that start-up is printed separately.
 
-Usage: .venv/bin/python benchmarks/gate.py [N_CANDIDATES] [REPEATS]
+Usage: .venv/bin/python benchmarks/gate.py [N_CANDIDATES] [REPEATS] [WORKERS]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "distill"))
 
 
-def main(n: int = 400, repeats: int = 2) -> None:
+def main(n: int = 400, repeats: int = 2, workers: int = 2) -> None:
     import statistics
 
     import duckdb
@@ -63,7 +63,7 @@ def main(n: int = 400, repeats: int = 2) -> None:
     api = WarehouseApi(duckdb.connect(str(db), read_only=True, config={"threads": 1}))
     gated, sandboxed, plain = [], [], []
     started = time.perf_counter()
-    with SandboxPool(2, db, sandbox_limits(recipe), API_FACTORY, warmup=warmup_jobs(instances)) as pool:
+    with SandboxPool(workers, db, sandbox_limits(recipe), API_FACTORY, warmup=warmup_jobs(instances)) as pool:
         startup_s = time.perf_counter() - started
         gate_candidates(bench_recipe, instances, candidates[:8], pool)  # warm up
         for _ in range(repeats):
@@ -80,11 +80,11 @@ def main(n: int = 400, repeats: int = 2) -> None:
     spread = lambda values: {"min": round(min(values), 2), "median": round(statistics.median(values), 2)}  # noqa: E731
     figures = {"candidates": len(outcomes), "instance_turns": len({(c["instance_id"], c["turn"]) for c in candidates}),
                "load": round(os.getloadavg()[0], 1), "pool_startup_s": round(startup_s, 2),
-               "gate12_candidates_per_s": spread(gated), "sandbox_2_workers_s_per_100": spread(sandboxed),
+               "workers": workers, "gate12_candidates_per_s": spread(gated), "sandbox_s_per_100": spread(sandboxed),
                "plain_1_process_threads1_s_per_100": spread(plain),
                "sandbox_over_plain": spread([s / p for s, p in zip(sandboxed, plain)])}
     Console().print(figures)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 400, int(sys.argv[2]) if len(sys.argv) > 2 else 2)
+    main(*(int(arg) for arg in sys.argv[1:4]))

@@ -23,7 +23,8 @@ def build_report(eval_json: dict, run_dir: Path | None = None) -> dict:
     summary = Path(run_dir) / "grpo" / "grpo_summary.json" if run_dir else None
     if summary and summary.is_file():
         data = json.loads(summary.read_text())
-        report["grpo"] = {k: data.get(k) for k in ("steps", "before", "after", "reward_weights", "aggregate")}
+        report["grpo"] = {k: data.get(k) for k in ("steps", "measured_rows", "before", "after", "sampled_per_row",
+                                                    "before_sampled", "after_sampled", "reward_weights", "aggregate")}
     return report
 
 
@@ -35,11 +36,17 @@ def render_markdown(report: dict) -> str:
         parts += [f"\n## {split}\n\n", markdown_table(table)]
     if "grpo" in report:
         g = report["grpo"]
-        parts.append(f"\n## GRPO on training prompts ({g['steps']} steps)\n\n| | R_total | execution success |\n"
+        rows = f"{g['measured_rows']} training prompts" if g.get("measured_rows") else "training prompts"
+        parts.append(f"\n## GRPO on {rows} ({g['steps']} steps)\n\n| | R_total | execution success |\n"
                      "| --- | --- | --- |\n")
-        for when in ("before", "after"):
-            m = g.get(when) or {}
-            parts.append(f"| {when} | {m.get('total', float('nan')):.3f} | {m.get('exec_success', float('nan')):.3f} |\n")
+        labels = [("before", "before, greedy"), ("after", "after, greedy")]
+        if g.get("before_sampled"):
+            k = g.get("sampled_per_row")
+            labels += [("before_sampled", f"before, {k} samples per prompt"),
+                       ("after_sampled", f"after, {k} samples per prompt")]
+        for key, label in labels:
+            m = g.get(key) or {}
+            parts.append(f"| {label} | {m.get('total', float('nan')):.3f} | {m.get('exec_success', float('nan')):.3f} |\n")
     return "".join(parts)
 
 

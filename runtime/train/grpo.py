@@ -287,16 +287,27 @@ def _last_checkpoint(path: Path) -> str | None:
     return str(found[-1]) if found else None
 
 
-def measure(job: GRPOJob, model, tokenizer, sandbox, rows: list[dict], references: dict, terms=None) -> dict:
-    """Mean R_total, each component and execution success on ``rows``, greedy decoding."""
+def measure(job: GRPOJob, model, tokenizer, sandbox, rows: list[dict], references: dict, terms=None,
+            samples: int = 0) -> dict:
+    """Mean R_total, each component and execution success on ``rows``.
+
+    ``samples=0`` decodes greedily (what an evaluation sees). ``samples=k`` draws k
+    completions per row at the stage's temperature, seeded, which is the policy GRPO
+    actually optimises: its expected reward is what a step should raise.
+    """
+    import torch
+
     from craftc.ir import BlockFormat
     from runtime.agent import AgentTask, HFGenerator, TaskTurn, TurnWording, run_episodes
     from runtime.rewards import score_turn
 
     spec = _spec(job)
     wording = TurnWording(**job.wording) if job.wording else TurnWording()
-    generate = HFGenerator(model, tokenizer, max_new_tokens=int(job.stage.get("max_new_tokens", 256)), batch_size=8)
+    generate = HFGenerator(model, tokenizer, max_new_tokens=int(job.stage.get("max_new_tokens", 256)), batch_size=8,
+                           do_sample=samples > 0, temperature=float(job.stage.get("temperature", 1.0)))
+    rows = [row for row in rows for _ in range(max(samples, 1))]
     tasks = [AgentTask(id=r["reference_key"], workflow="", turns=(TaskTurn(ask=r["ask"]),)) for r in rows]
+    torch.manual_seed(job.seed)
     episodes = run_episodes(generate, tasks, "", sandbox, BlockFormat(**job.fmt) if job.fmt else None,
                             int(job.stage.get("max_turns", 3)), wording, prefixes=[r["prompt"] for r in rows])
     sums: dict[str, float] = {}
@@ -366,7 +377,9 @@ def train_grpo(job: GRPOJob) -> dict:
     with SandboxPool(2, job.warehouse, SandboxLimits(), job.api_factory, warmup=warmup) as sandbox:
         rows, references = build_rows(job, sandbox)
         probe = rows[: job.measure_rows]
+        group = int(job.stage.get("group", 4))
         before = measure(job, model, tokenizer, sandbox, probe, references, terms)
+        before_sampled = measure(job, model, tokenizer, sandbox, probe, references, terms, samples=group)
         trainer = GRPOTrainer(
             model=model, processing_class=tokenizer, args=grpo_config(job, spec, len(rows)),
             reward_funcs=make_reward_funcs(spec, references, terms), train_dataset=Dataset.from_list(rows),
@@ -374,6 +387,7 @@ def train_grpo(job: GRPOJob) -> dict:
         )
         trainer.train(resume_from_checkpoint=_last_checkpoint(out / "checkpoints"))
         after = measure(job, trainer.model, tokenizer, sandbox, probe, references, terms)
+        after_sampled = measure(job, trainer.model, tokenizer, sandbox, probe, references, terms, samples=group)
     history = trainer.state.log_history
     with open(out / "metrics.jsonl.tmp", "w") as fh:
         for entry in history:
@@ -388,7 +402,9 @@ def train_grpo(job: GRPOJob) -> dict:
     summary = {
         "steps": trainer.state.global_step, "rows": len(rows), "measured_rows": len(probe),
         "reward_weights": dict(zip(spec.components, spec.trl_weights)), "aggregate": spec.aggregate,
-        "before": before, "after": after, "wall_s": round(time.time() - started, 1), "completion_room": room,
+        "before": before, "after": after, "sampled_per_row": group,
+        "before_sampled": before_sampled, "after_sampled": after_sampled,
+        "wall_s": round(time.time() - started, 1), "completion_room": room,
         "plots": _plot_curves(history, spec.components, out),
     }
     _write_json(out / "grpo_summary.json", summary)
@@ -440,7 +456,9 @@ def run_grpo(ctx):
         raise StepError(str(exc)) from None
     metrics = {"steps": summary["steps"], "wall_s": summary["wall_s"],
                **{f"before_{k}": v for k, v in summary["before"].items() if k in ("total", "exec_success")},
-               **{f"after_{k}": v for k, v in summary["after"].items() if k in ("total", "exec_success")}}
+               **{f"after_{k}": v for k, v in summary["after"].items() if k in ("total", "exec_success")},
+               **{f"{when}_sampled_{k}": summary[f"{when}_sampled"][k] for when in ("before", "after")
+                  for k in ("total", "exec_success")}}
     return StepResult(metrics=metrics, outputs=("final", "metrics.jsonl", "grpo_summary.json", *summary["plots"]))
 
 
@@ -454,7 +472,8 @@ def main(argv: list[str] | None = None) -> int:
     except GRPOSetupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(json.dumps({k: summary[k] for k in ("steps", "before", "after")}, sort_keys=True))
+    print(json.dumps({k: summary[k] for k in ("steps", "before", "after", "before_sampled", "after_sampled")},
+                     sort_keys=True))
     return 0
 
 

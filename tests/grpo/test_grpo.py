@@ -40,7 +40,9 @@ def test_logged_reward_is_the_weighted_sum_of_logged_components(trained):
 def test_summary_reports_before_and_after_and_saves_a_model(trained):
     job, summary = trained
     assert summary["steps"] == 3
-    assert set(summary["before"]) >= {"total", "exec_success", "outcome", "process", "consistency", "judge"}
+    for when in ("before", "after", "before_sampled", "after_sampled"):
+        assert set(summary[when]) >= {"total", "exec_success", "outcome", "process", "consistency", "judge"}
+    assert summary["sampled_per_row"] == 2 and summary["measured_rows"] == 2
     assert (tmp := __import__("pathlib").Path(job.out_dir) / "final" / "config.json").is_file(), tmp
     assert "reward_total.png" in summary["plots"]
 

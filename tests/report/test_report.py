@@ -52,7 +52,9 @@ def test_report_step_writes_markdown_json_and_plots(tmp_path):
     (run / "grpo" / "metrics.jsonl").write_text(
         "".join(json.dumps({"step": s, "reward": 0.1 * s, "rewards/outcome/mean": 0.05 * s}) + "\n" for s in (1, 2)))
     (run / "grpo" / "grpo_summary.json").write_text(json.dumps(
-        {"steps": 2, "before": {"total": 0.1, "exec_success": 0.0}, "after": {"total": 0.2, "exec_success": 0.5}}))
+        {"steps": 2, "measured_rows": 4, "before": {"total": 0.1, "exec_success": 0.0},
+         "after": {"total": 0.2, "exec_success": 0.5}, "sampled_per_row": 2,
+         "before_sampled": {"total": 0.15, "exec_success": 0.25}, "after_sampled": {"total": 0.3, "exec_success": 0.75}}))
     plan = Plan(craftc_version="0", recipe=Recipe(name="r", schema=Schema(name="s", version=1, source="s")))
     outputs = []
     for n in (1, 2):
@@ -65,5 +67,6 @@ def test_report_step_writes_markdown_json_and_plots(tmp_path):
     assert {"report.md", "report.json", "metric_agent_score.png", "training_grpo_reward.png"} <= set(outputs[0])
     assert outputs[0] == outputs[1]                      # same inputs, same bytes (plots included)
     md = outputs[0]["report.md"].decode()
-    assert "## eval_params" in md and "| after | 0.200 | 0.500 |" in md
+    assert "## eval_params" in md and "## GRPO on 4 training prompts (2 steps)" in md
+    assert "| after, greedy | 0.200 | 0.500 |" in md and "| after, 2 samples per prompt | 0.300 | 0.750 |" in md
     assert json.loads(outputs[0]["report.json"])["grpo"]["steps"] == 2
