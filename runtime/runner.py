@@ -123,8 +123,11 @@ def _plan_parts(step: str, recipe: dict, artifacts: dict[str, str]) -> dict[str,
                  "format": recipe["format"]},
         "dataset": {"prompts": arts("prompts/"), "input_builder": arts("specs/input_builder.json"),
                     "format": recipe["format"], "eval": recipe["eval"]},
+        # Only the sft stages' own files: a GRPO setting must not retrain SFT. The eval
+        # block's baseline_budget sets the stuffed arm's steps, so it is an SFT input.
         "sft": {"stages": [s for s in stages if s["kind"] == "sft"], "models": models,
-                "configs": arts("stages/"), "masking": arts("specs/masking.json")},
+                "configs": {k: v for s in stages if s["kind"] == "sft" for k, v in arts(f"stages/{s['name']}/").items()},
+                "masking": arts("specs/masking.json"), "baseline_budget": recipe["eval"]["baseline_budget"]},
         "grpo": {"stages": stages, "models": models, "reward": recipe["reward"],
                  "configs": arts("stages/"), "prompts": arts("prompts/")},
         "eval": {"eval": recipe["eval"], "stages": stages, "prompts": arts("prompts/"),

@@ -144,3 +144,23 @@ def test_step_selection_follows_the_fixed_order():
     assert runner.select_steps(only="gate") == ("gate",)
     with pytest.raises(runner.StepError, match="unknown step `trian`"):
         runner.select_steps(only="trian")
+
+
+def _plan_with(recipe_updates: dict, stage_updates: dict[str, dict]) -> Plan:
+    from craftc.ir import Stage
+
+    stages = (Stage(name="sft", kind="sft", base="tiny_moe"), Stage(name="grpo", kind="grpo", after="sft", base="tiny_moe"))
+    stages = tuple(s.model_copy(update=stage_updates.get(s.name, {})) for s in stages)
+    recipe = Recipe(name="r", schema=_schema("cmp_nm"), stages=stages, **recipe_updates)
+    artifacts = {f"stages/{s.name}/trl_config.json": f"lr={s.lr}" for s in stages}
+    return Plan(craftc_version="test", recipe=recipe, artifacts=artifacts)
+
+
+def test_sft_reads_its_own_stage_and_the_baseline_budget_but_not_grpo(tmp_path):
+    from craftc.ir import EvalSpec
+
+    base = runner.step_inputs_hash("sft", _plan_with({}, {}), tmp_path)
+    assert runner.step_inputs_hash("sft", _plan_with({}, {"grpo": {"lr": 3e-5}}), tmp_path) == base
+    assert runner.step_inputs_hash("sft", _plan_with({}, {"sft": {"lr": 2e-3}}), tmp_path) != base
+    steps_budget = _plan_with({"eval": EvalSpec(baseline_budget="steps")}, {})
+    assert runner.step_inputs_hash("sft", steps_budget, tmp_path) != base
