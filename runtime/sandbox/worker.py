@@ -78,24 +78,6 @@ def _warm_up(con) -> None:
         getattr(con, "execute")(f"SELECT * FROM duckdb_{name}() LIMIT 1").fetchall()
 
 
-def _load_tables(con, memory_mb: int) -> bool:
-    """Read every table once so its blocks sit in DuckDB's buffer pool before any fork.
-
-    Each job process is a fresh fork that dies after one job: without this, every
-    job would read and decompress the same blocks again into its own memory. A
-    warehouse larger than half the memory budget is left cold (returns False).
-    """
-    used = con.execute("SELECT used_blocks * block_size FROM pragma_database_size()").fetchone()[0] or 0
-    if used > memory_mb * (1 << 20) // 2:
-        return False
-    tables = con.execute("SELECT schema_name, table_name FROM duckdb_tables() WHERE NOT internal").fetchall()
-    for schema, table in tables:
-        reader = con.execute(f'SELECT * FROM "{schema}"."{table}"').to_arrow_reader(1 << 16)
-        for _ in reader:
-            pass
-    return True
-
-
 def _run_warmup_jobs(con, factory, jobs: list) -> int:
     """Run trusted code (a recipe's reference solutions) once in the worker, before any fork.
 
@@ -260,7 +242,6 @@ def main() -> None:
         con, db_layers = open_warehouse(init["db_path"], limits.memory_mb)
         factory = _load_factory(init["api_factory"])
         _warm_up(con)
-        tables_loaded = _load_tables(con, limits.memory_mb)
         factory(con)  # an API may cache what it reads from a read-only connection (the catalog)
         warmed = _run_warmup_jobs(con, factory, init.get("warmup", []))
     except Exception as exc:  # noqa: BLE001 - reported to the pool as a setup error
@@ -275,7 +256,7 @@ def main() -> None:
     gc.collect()
     gc.freeze()
     write_frame(out_fd, {"kind": "ready", "ok": True, "layers": ctx["layers"], "pid": os.getpid(),
-                         "tables_loaded": tables_loaded, "warmup_clean": warmed})
+                         "warmup_clean": warmed})
     uid, child = limits.sandbox_uid_base + init["slot"], None
     try:
         child = PreparedChild(ctx, jobs_root, uid)
