@@ -117,7 +117,7 @@ def run_eval(ctx):
               "stuffed": lambda: _sft_model(ctx, "stuffed")}
     (ctx.out_dir / "episodes").mkdir(parents=True, exist_ok=True)
     results = {}
-    warmup = warmup_jobs(json.loads(instances.read_text(encoding="utf-8")))
+    warmup = warmup_jobs(tasks)
     with SandboxPool(2, ctx.input_dir("world") / "warehouse.duckdb", SandboxLimits(),
                      "runtime.world.api:WarehouseApi", warmup=warmup) as sandbox:
         references = reference_frames(tasks, sandbox)

@@ -357,6 +357,7 @@ def train_grpo(job: GRPOJob) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
+    from runtime.agent import load_tasks
     from runtime.sandbox import SandboxLimits, SandboxPool
     from runtime.workflows import warmup_jobs
 
@@ -373,7 +374,7 @@ def train_grpo(job: GRPOJob) -> dict:
         print(f"warning: {room['warning']}", file=sys.stderr)
     model = AutoModelForCausalLM.from_pretrained(job.model_dir, dtype=torch.float32)
     started = time.time()
-    warmup = warmup_jobs(json.loads(Path(job.instances).read_text(encoding="utf-8")))
+    warmup = warmup_jobs(load_tasks(job.instances))
     with SandboxPool(2, job.warehouse, SandboxLimits(), job.api_factory, warmup=warmup) as sandbox:
         rows, references = build_rows(job, sandbox)
         probe = rows[: job.measure_rows]

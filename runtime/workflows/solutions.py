@@ -149,19 +149,25 @@ def execute_code(code: str, api: Any, params: Mapping[str, Any]) -> pd.DataFrame
     return scope.get("result")
 
 
-def warmup_jobs(instances: Iterable[Mapping[str, Any]], limit: int = 200) -> list[tuple[str, dict]]:
+def warmup_jobs(instances: Iterable[Any], limit: int = 200) -> list[tuple[str, dict]]:
     """One (reference code, params) per workflow turn, for `SandboxPool(warmup=...)`.
 
     The sandbox runs these trusted reference solutions once in each worker before
     it forks job processes, so every job inherits warm parser, pandas and DuckDB
-    state. `instances` are instance dicts as the distill step writes them.
+    state. `instances` are instance dicts as the distill step writes them, or
+    `runtime.agent.AgentTask`s.
     """
     jobs, seen = [], set()
     for instance in instances:
-        for index, turn in enumerate(instance.get("turns", ())):
-            key = (instance.get("workflow"), index)
-            if key in seen or not turn.get("code"):
+        if isinstance(instance, Mapping):
+            workflow, params = instance.get("workflow"), instance.get("params", {})
+            codes = [turn.get("code") for turn in instance.get("turns", ())]
+        else:
+            workflow, params = instance.workflow, instance.params
+            codes = [turn.reference_code for turn in instance.turns]
+        for index, code in enumerate(codes):
+            if (workflow, index) in seen or not code:
                 continue
-            seen.add(key)
-            jobs.append((turn["code"], dict(instance.get("params", {}))))
+            seen.add((workflow, index))
+            jobs.append((code, dict(params or {})))
     return jobs[:limit]

@@ -73,3 +73,7 @@ def test_warmup_jobs_take_one_reference_per_workflow_turn():
     ]
     assert warmup_jobs(instances) == [("a", {"days": 7}), ("b", {"days": 7}), ("c", {})]
     assert warmup_jobs(instances, limit=1) == [("a", {"days": 7})]
+    # The agent's tasks (eval, GRPO) give the same jobs as the instance dicts they came from.
+    from runtime.agent import AgentTask
+    tasks = [AgentTask.from_dict({**i, "turns": [{"ask": "q", **t} for t in i["turns"]]}) for i in instances]
+    assert warmup_jobs(tasks) == warmup_jobs(instances)
