@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import weakref
 from pathlib import Path
 
 import duckdb
@@ -211,17 +212,19 @@ class WarehouseApi:
 # Catalogs of read-only connections, by connection: a read-only warehouse's catalog
 # cannot change, and the sandbox builds one API per job over the same connection
 # (loaded once in the worker, each job process inherits it instead of querying it).
-_CATALOGS: dict[int, tuple[duckdb.DuckDBPyConnection, pd.DataFrame, pd.DataFrame]] = {}
+# Weak keys: caching must not keep a connection, and its file, open.
+_CATALOGS: "weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, tuple[pd.DataFrame, pd.DataFrame]]" = (
+    weakref.WeakKeyDictionary())
 
 
 def _catalog_of(con) -> tuple[pd.DataFrame, pd.DataFrame]:
-    cached = _CATALOGS.get(id(con))
-    if cached is not None and cached[0] is con:
-        return cached[1], cached[2]
+    cached = _CATALOGS.get(con)
+    if cached is not None:
+        return cached
     entities, fields = _load_catalog(con)
     read_only = con.execute("SELECT bool_and(readonly) FROM duckdb_databases() WHERE NOT internal").fetchone()[0]
     if read_only:
-        _CATALOGS[id(con)] = (con, entities, fields)  # holding `con` keeps its id from being reused
+        _CATALOGS[con] = (entities, fields)
     return entities, fields
 
 

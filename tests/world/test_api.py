@@ -132,6 +132,18 @@ def test_the_catalog_of_a_read_only_connection_is_read_once(warehouse):
     assert second._fields is first._fields and second._entities is first._entities
 
 
+def test_the_catalog_cache_does_not_keep_a_connection_open(tmp_path, warehouse):
+    import gc
+
+    copy = tmp_path / "reopen.duckdb"
+    copy.write_bytes(warehouse.read_bytes())
+    WarehouseApi(duckdb.connect(str(copy), read_only=True))
+    gc.collect()
+    # Had the cache held the read-only connection, DuckDB would refuse a second,
+    # differently configured connection to the same file in this process.
+    duckdb.connect(str(copy)).execute("CREATE TABLE scratch AS SELECT 1 AS x")
+
+
 def test_a_writable_connection_rereads_its_catalog(tmp_path, warehouse):
     copy = tmp_path / "writable.duckdb"
     copy.write_bytes(warehouse.read_bytes())
