@@ -128,7 +128,7 @@ def build_rows(job: GRPOJob, sandbox) -> tuple[list[dict], dict]:
     return rows[: job.max_rows], references
 
 
-def completion_room(job: GRPOJob, tokenizer) -> dict:
+def completion_room(job: GRPOJob, tokenizer, tasks) -> dict:
     """How the reference turns fit in ``max_new_tokens``, with a warning when most do not.
 
     A completion cut off mid-``<CODE>`` never runs, so its outcome reward is 0: with
@@ -136,14 +136,13 @@ def completion_room(job: GRPOJob, tokenizer) -> dict:
     profile does this on purpose, to stay fast; a real profile should not.)
     """
     from craftc.ir import BlockFormat
-    from runtime.agent import load_tasks
     from runtime.distill.blocks import format_turn
 
     fmt = BlockFormat(**job.fmt) if job.fmt else BlockFormat()
     limit = int(job.stage.get("max_new_tokens", 256))
     lengths = sorted(len(tokenizer(format_turn("Follow the plan.", turn.reference_plan, turn.reference_code, fmt),
                                    add_special_tokens=False)["input_ids"])
-                     for task in load_tasks(job.instances) for turn in task.turns)
+                     for task in tasks for turn in task.turns)
     room = {"max_new_tokens": limit, "median_reference_tokens": lengths[len(lengths) // 2] if lengths else 0,
             "longest_reference_tokens": lengths[-1] if lengths else 0,
             "share_cut_off": round(sum(n > limit for n in lengths) / len(lengths), 4) if lengths else 0.0}
@@ -369,12 +368,13 @@ def train_grpo(job: GRPOJob) -> dict:
     spec, terms = _spec(job), _terms(job)
     torch.manual_seed(job.seed)
     tokenizer = AutoTokenizer.from_pretrained(job.model_dir)
-    room = completion_room(job, tokenizer)
+    tasks = load_tasks(job.instances)
+    room = completion_room(job, tokenizer, tasks)
     if "warning" in room:
         print(f"warning: {room['warning']}", file=sys.stderr)
     model = AutoModelForCausalLM.from_pretrained(job.model_dir, dtype=torch.float32)
     started = time.time()
-    warmup = warmup_jobs(load_tasks(job.instances))
+    warmup = warmup_jobs(tasks)
     with SandboxPool(2, job.warehouse, SandboxLimits(), job.api_factory, warmup=warmup) as sandbox:
         rows, references = build_rows(job, sandbox)
         probe = rows[: job.measure_rows]
