@@ -20,10 +20,11 @@ is caught by the gate meant for it.
 from __future__ import annotations
 
 import math
+from collections import deque
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 from craftc.ir import BlockFormat, Expectation, Recipe
@@ -167,24 +168,37 @@ class TriGate:
     def run_chunks(self, chunks: Iterable[list[GateCase]]) -> Iterator[list[GateOutcome]]:
         """Filter chunks of candidates, yielding each chunk's outcomes in order.
 
-        One background thread feeds every chunk's code to the sandbox pool in turn,
-        while this thread judges and checks the outputs of the chunks already run,
-        so the workers never wait for the gate's own bookkeeping.
+        A background thread runs one chunk's code in the sandbox while this thread
+        judges and checks the chunk before it, so the workers do not wait for the
+        gate's own bookkeeping. At most two chunks are queued, so an interrupt
+        waits for one chunk, not for the whole run.
         """
+        chunks = iter(chunks)
         with ThreadPoolExecutor(max_workers=1) as background:
-            pending = []
-            for chunk in chunks:
-                parsed = [parse_turn(case.text, self.fmt) for case in chunk]
-                runnable = [i for i, p in enumerate(parsed) if p.code and p.code.strip()]
-                jobs = [(parsed[i].code, chunk[i].params) for i in runnable]
-                pending.append((chunk, parsed, runnable, background.submit(self.pool.run_many, jobs)))
-            for chunk, parsed, runnable, execution in pending:
-                verdicts = self._judge(chunk, parsed)
-                results: list[Any] = [None] * len(chunk)
-                for index, result in zip(runnable, execution.result()):
-                    results[index] = result
-                yield [self._decide(case, turn, result, verdict)
-                       for case, turn, result, verdict in zip(chunk, parsed, results, verdicts)]
+            pending: deque = deque()
+
+            def submit_next() -> None:
+                chunk = next(chunks, None)
+                if chunk is not None:
+                    parsed = [parse_turn(case.text, self.fmt) for case in chunk]
+                    runnable = [i for i, p in enumerate(parsed) if p.code and p.code.strip()]
+                    jobs = [(parsed[i].code, chunk[i].params) for i in runnable]
+                    pending.append((chunk, parsed, runnable, background.submit(self.pool.run_many, jobs)))
+
+            submit_next()
+            try:
+                while pending:
+                    submit_next()  # the next chunk runs while this one is judged and checked
+                    chunk, parsed, runnable, execution = pending.popleft()
+                    verdicts = self._judge(chunk, parsed)
+                    results: list[Any] = [None] * len(chunk)
+                    for index, result in zip(runnable, execution.result()):
+                        results[index] = result
+                    yield [self._decide(case, turn, result, verdict)
+                           for case, turn, result, verdict in zip(chunk, parsed, results, verdicts)]
+            finally:
+                for *_, execution in pending:
+                    execution.cancel()
 
     def _decide(self, case: GateCase, turn, result, verdict) -> GateOutcome:
         answers = {

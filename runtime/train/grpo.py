@@ -91,7 +91,20 @@ def _terms(job: GRPOJob):
     return SchemaTerms.from_schema(Schema.model_validate(job.schema)) if job.schema else None
 
 
-def build_rows(job: GRPOJob, sandbox) -> tuple[list[dict], dict]:
+def load_training_tasks(job: GRPOJob) -> list:
+    """The job's training instances as agent tasks; a missing, malformed or empty file is a setup error."""
+    from runtime.agent import TaskFormatError, load_tasks
+
+    try:
+        tasks = load_tasks(job.instances)
+    except TaskFormatError as exc:
+        raise GRPOSetupError(str(exc)) from None
+    if not tasks:
+        raise GRPOSetupError(f"{job.instances} holds no training instances; check the dataset step's train split")
+    return tasks
+
+
+def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict]:
     """Training rows (one per instance turn) and the reference result of each.
 
     A follow-up turn's prompt carries the earlier turns as the reference assistant
@@ -101,16 +114,13 @@ def build_rows(job: GRPOJob, sandbox) -> tuple[list[dict], dict]:
         ``(rows, references)``: rows with ``prompt`` (messages), ``ask``, ``reference_key``,
         ``params_json`` and ``expectations_json``; references maps key -> DataFrame.
     """
-    from runtime.agent import ExecRecord, TurnWording, load_tasks, tool_output_text
+    from runtime.agent import ExecRecord, TurnWording, tool_output_text
     from runtime.distill.blocks import format_turn
 
     from craftc.ir import BlockFormat
 
     wording = TurnWording(**job.wording) if job.wording else TurnWording()
     fmt = BlockFormat(**job.fmt) if job.fmt else BlockFormat()
-    tasks = load_tasks(job.instances)
-    if not tasks:
-        raise GRPOSetupError(f"{job.instances} holds no training instances; check the dataset step's train split")
     rows, references = [], {}
     for task in tasks:
         messages = [{"role": "system", "content": job.system_prompt}]
@@ -356,7 +366,6 @@ def train_grpo(job: GRPOJob) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
-    from runtime.agent import load_tasks
     from runtime.sandbox import SandboxLimits, SandboxPool
     from runtime.workflows import warmup_jobs
 
@@ -368,7 +377,7 @@ def train_grpo(job: GRPOJob) -> dict:
     spec, terms = _spec(job), _terms(job)
     torch.manual_seed(job.seed)
     tokenizer = AutoTokenizer.from_pretrained(job.model_dir)
-    tasks = load_tasks(job.instances)
+    tasks = load_training_tasks(job)
     room = completion_room(job, tokenizer, tasks)
     if "warning" in room:
         print(f"warning: {room['warning']}", file=sys.stderr)
@@ -376,7 +385,7 @@ def train_grpo(job: GRPOJob) -> dict:
     started = time.time()
     warmup = warmup_jobs(tasks)
     with SandboxPool(2, job.warehouse, SandboxLimits(), job.api_factory, warmup=warmup) as sandbox:
-        rows, references = build_rows(job, sandbox)
+        rows, references = build_rows(job, sandbox, tasks)
         probe = rows[: job.measure_rows]
         group = int(job.stage.get("group", 4))
         before = measure(job, model, tokenizer, sandbox, probe, references, terms)

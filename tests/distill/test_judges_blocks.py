@@ -144,3 +144,25 @@ def test_blocks_round_trip_and_report_problems():
     assert missing.problems == ("missing <PLAN> block",)
     answer = parse_turn("<ANSWER>42 campaigns</ANSWER>", fmt)
     assert answer.complete and answer.answer == "42 campaigns"
+
+
+def test_the_gate_queues_at_most_two_chunks_so_an_interrupt_waits_for_one(compiled):
+    from runtime.distill.gates import GateCase, TriGate
+
+    class CountingPool:
+        def __init__(self):
+            self.batches = 0
+
+        def run_many(self, jobs):
+            self.batches += 1
+            return [None] * len(jobs)
+
+    plan, _, _ = compiled
+    pool = CountingPool()
+    text = format_turn("t", "Count the stats.", "result = 1", plan.recipe.format)
+    chunks = [[GateCase(f"c{n}", "i", 0, text, "q", {})] for n in range(10)]
+    outcomes = TriGate(plan.recipe, pool).run_chunks(chunks)
+    first = next(outcomes)
+    assert [o.candidate_id for o in first] == ["c0"]
+    outcomes.close()  # what an interrupt does to the generator
+    assert pool.batches <= 2

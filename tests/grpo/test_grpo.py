@@ -84,3 +84,10 @@ def test_missing_model_is_a_setup_error(tmp_path, warehouse):
                   out_dir=str(tmp_path / "o"), system_prompt="", reward={"weights": WEIGHTS})
     with pytest.raises(GRPOSetupError, match="run the sft step first"):
         train_grpo(job)
+
+
+def test_missing_instance_file_is_a_setup_error_before_any_sandbox(trained, tmp_path):
+    job, _ = trained
+    missing = GRPOJob(**{**job.__dict__, "instances": str(tmp_path / "absent.json"), "out_dir": str(tmp_path / "o")})
+    with pytest.raises(GRPOSetupError, match="absent.json is missing; run the dataset step first"):
+        train_grpo(missing)
