@@ -65,6 +65,7 @@ def main(n: int = 400, repeats: int = 2, workers: int = 2) -> None:
     started = time.perf_counter()
     with SandboxPool(workers, db, sandbox_limits(recipe), API_FACTORY, warmup=warmup_jobs(instances)) as pool:
         startup_s = time.perf_counter() - started
+        huge_pages = pool.huge_pages
         gate_candidates(bench_recipe, instances, candidates[:8], pool)  # warm up
         for _ in range(repeats):
             started = time.perf_counter()
@@ -79,7 +80,7 @@ def main(n: int = 400, repeats: int = 2, workers: int = 2) -> None:
             plain.append(time.perf_counter() - started)
     spread = lambda values: {"min": round(min(values), 2), "median": round(statistics.median(values), 2)}  # noqa: E731
     figures = {"candidates": len(outcomes), "instance_turns": len({(c["instance_id"], c["turn"]) for c in candidates}),
-               "load": round(os.getloadavg()[0], 1), "pool_startup_s": round(startup_s, 2),
+               "load": round(os.getloadavg()[0], 1), "pool_startup_s": round(startup_s, 2), "worker_huge_pages": huge_pages,
                "workers": workers, "gate12_candidates_per_s": spread(gated), "sandbox_s_per_100": spread(sandboxed),
                "plain_1_process_threads1_s_per_100": spread(plain),
                "sandbox_over_plain": spread([s / p for s, p in zip(sandboxed, plain)])}

@@ -22,6 +22,8 @@ from . import guards
 from .protocol import read_frame, write_frame
 from .result import frame_to_bytes, to_frame
 
+__all__ = ["serve_one_job", "snapshot_host_state"]
+
 
 class OutputOverflow(BaseException):
     """Raised from print() once the stdout budget is spent (BaseException: hard to swallow)."""
@@ -135,20 +137,29 @@ def serve_one_job(ctx: dict, temp_dir: str, uid: int, job_fd: int, out_fd: int) 
     sys.path[:] = [p for p in sys.path if p.startswith(ctx["read_roots"])]
     stdout = TailBuffer(limits.max_stdout_chars, limits.max_stdout_total_chars)
     sys.stdout = sys.stderr = stdout
-    api = ctx["api_factory"](ctx["con"])
-    spans.mark("api_factory")
+    api = ctx["api"]  # built in the worker and never used there: pristine in every job process
     layers["audit_hook"] = limits.audit_hook and guards.install_audit_hook(temp_dir, ctx["read_roots"], violations)
     spans.mark("audit_hook")
     # Layers are reported before agent code runs, so agent code cannot forge them.
     write_frame(out_fd, {"kind": "layers", "layers": layers})
     job, _ = read_frame(job_fd)
     spans.restart()  # what follows is the job's own time, measured from its arrival
-    report, payload = run_agent_code(job, api, violations, stdout, limits, spans)
+    report, payload = run_agent_code(job, api, violations, stdout, limits, spans, ctx["host_state"])
     report["spans"] = spans.durations
     write_frame(out_fd, report, payload)
 
 
-def run_agent_code(job: dict, api, violations: list, stdout: "TailBuffer", limits, spans: "Spans") -> tuple[dict, bytes]:
+def snapshot_host_state() -> tuple[dict, dict]:
+    """Copies of builtins and sys.modules, taken in the worker before any fork.
+
+    A job process inherits them for free; copying them in each job would touch
+    (and so copy-on-write) the page of every module object, some 500 pages.
+    """
+    return dict(builtins.__dict__), dict(sys.modules)
+
+
+def run_agent_code(job: dict, api, violations: list, stdout: "TailBuffer", limits, spans: "Spans",
+                   host_state: tuple[dict, dict]) -> tuple[dict, bytes]:
     """Compile and execute agent code in this (already isolated) process; returns the report and payload."""
     report = {"kind": "result", "ok": False, "error_class": None, "error_type": None,
               "error_message": None, "result_rows": 0}
@@ -165,16 +176,21 @@ def run_agent_code(job: dict, api, violations: list, stdout: "TailBuffer", limit
     spans.mark("compile")
     if compiled is not None:
         # Agent code may break builtins or sys.modules for fun; the report below
-        # needs them, so they are put back first (the process dies right after).
-        saved_builtins, saved_modules = dict(builtins.__dict__), dict(sys.modules)
+        # needs them, so they are put back (the process dies right after). Builtins
+        # always: a replaced `len` would miscount silently. sys.modules only when
+        # packaging failed: restoring it touches every module object.
+        saved_builtins, saved_modules = host_state
         try:
             try:
                 exec(compiled, agent_globals)
             finally:
                 builtins.__dict__.update(saved_builtins)
-                sys.modules.update(saved_modules)
                 spans.mark("exec")
-            payload = _package_result(agent_globals, report, limits)
+            try:
+                payload = _package_result(agent_globals, report, limits)
+            except Exception:  # noqa: BLE001 - retried once with the host's modules put back
+                sys.modules.update(saved_modules)
+                payload = _package_result(agent_globals, report, limits)
         except BaseException as exc:  # noqa: BLE001 - every failure of agent code is a report
             report.update(zip(("error_class", "error_type", "error_message"), _classify(exc, violations, stdout)))
         if violations:  # refused even when agent code caught the Violation

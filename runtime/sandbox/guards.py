@@ -19,7 +19,7 @@ _PR_SET_PDEATHSIG = 1
 
 # Loaded once in the worker, before any job process exists: job processes call
 # it before the audit hook (which forbids ctypes) is installed.
-_libc = ctypes.CDLL(None, use_errno=True)
+libc = ctypes.CDLL(None, use_errno=True)
 
 
 def enter_network_namespace() -> bool:
@@ -29,14 +29,14 @@ def enter_network_namespace() -> bool:
     Python does. Root can do it directly; other users may via a user namespace.
     """
     for flags in (_CLONE_NEWNET, _CLONE_NEWUSER | _CLONE_NEWNET):
-        if _libc.unshare(flags) == 0:
+        if libc.unshare(flags) == 0:
             return True
     return False
 
 
 def die_with_parent() -> None:
     """Ask the kernel to SIGKILL this process when its parent dies (no orphans)."""
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def drop_privileges(uid: int) -> bool:

@@ -31,6 +31,7 @@ class _Worker:
         self.slot, self.init = slot, init
         self.layers: dict[str, bool] = {}
         self.warmed_up = 0
+        self.huge_pages = 0
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
@@ -52,6 +53,7 @@ class _Worker:
             raise SandboxError(f"sandbox worker could not set up: {ready.get('error')}")
         self.layers = ready["layers"]
         self.warmed_up = int(ready.get("warmup_clean", 0))
+        self.huge_pages = int(ready.get("huge_pages", 0))
 
     def kill(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -202,6 +204,11 @@ class SandboxPool:
     def warmed_up(self) -> int:
         """Warm-up jobs that ran cleanly in each worker (the fewest over the workers)."""
         return min(worker.warmed_up for worker in self._workers)
+
+    @property
+    def huge_pages(self) -> int:
+        """2 MiB pages backing each worker's heap (the fewest over the workers); 0 without THP."""
+        return min(worker.huge_pages for worker in self._workers)
 
     def run(self, code: str, params: dict | None = None) -> ExecResult:
         return self._run_frame(_job_frame(code, params))

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -147,3 +151,37 @@ def test_warm_up_code_runs_in_the_worker_once_and_every_job_inherits_its_state(w
         runs = [pool.run("import json\njson.craft_warmed += 10\nresult = json.craft_warmed") for _ in range(2)]
     # Each job sees the worker's count (1) and its own change dies with its process.
     assert [r.result_frame["result"][0] for r in runs] == [11, 11]
+
+
+def test_each_job_gets_a_pristine_api_object(pool):
+    # The worker builds the API once and never uses it: every job process inherits
+    # an untouched copy, so what one job does to it is gone for the next.
+    first = pool.run("api.marker = 'left behind'\napi.calls.append('forged')\nresult = 1")
+    second = pool.run_many(["result = hasattr(api, 'marker')\napi.list_entities()"] * 2)
+    assert first.ok and [r.result_frame["result"][0] for r in second] == [False, False]
+    assert all(r.api_calls == ("list_entities",) for r in second)
+
+
+def test_a_job_that_empties_sys_modules_still_reports_its_result(pool):
+    run = pool.run("import sys\nframe = pd.DataFrame({'a': [1, 2]})\nsys.modules.clear()\nresult = frame")
+    assert run.ok, run.error_message
+    assert run.result_frame["a"].tolist() == [1, 2]
+
+
+def _thp_collapse_supported() -> bool:
+    try:
+        mode = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    except OSError:
+        return False
+    release = tuple(int(part) for part in re.findall(r"\d+", os.uname().release)[:2])
+    return "[never]" not in mode and release >= (6, 1)  # MADV_COLLAPSE arrived in Linux 6.1
+
+
+def test_the_worker_heap_is_collapsed_into_huge_pages_before_forking(warehouse):
+    # Fewer page-table entries to copy at each fork and to tear down at each exit.
+    with SandboxPool(1, warehouse, api_factory="fake_api:make_api") as fresh:
+        rollup = Path(f"/proc/{fresh._workers[0].proc.pid}/smaps_rollup").read_text()
+        huge_kb = int(re.search(r"AnonHugePages:\s+(\d+) kB", rollup).group(1))
+        assert huge_kb >= 2048 * fresh.huge_pages
+        assert (fresh.huge_pages > 0) == _thp_collapse_supported()
+        assert fresh.run("result = 1").ok
