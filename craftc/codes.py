@@ -144,6 +144,11 @@ CODES: dict[str, CodeInfo] = {
                "An entity binds to exactly one physical table.",
                'table "a"\ntable "b"',
                "keep one `table` line"),
+    "E114": _c("physical table named like a view",
+               "An entity's physical table (its `table`, or the view name when there is none) has the name of an entity's view.",
+               "The binding creates one view per entity under its logical name; a table of the same name would be replaced by it.",
+               "entity Geo { key id  field name string }",
+               'entity Geo { table "raw.geo"  key id  field name string }'),
     # ------------------------------------------------------------ types, values, ranges
     "E201": _c("unknown setting",
                "A block holds a key that its kind does not know.",

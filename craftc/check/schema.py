@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from craftc.check.names import report_duplicates, unknown_name, where
 from craftc.diagnostics import DiagnosticSink, did_you_mean
-from craftc.lower import SCALAR_TYPES, expr_columns
+from craftc.lower import SCALAR_TYPES, expr_columns, snake_case
 from craftc.syntax import EntityDecl, Expr, SchemaDecl
 
 __all__ = ["check_schema", "METRIC_FUNCTIONS", "entity_columns"]
@@ -30,10 +30,21 @@ def check_schema(decl: SchemaDecl, sink: DiagnosticSink) -> None:
     for e in decl.entities:
         _check_entity(e, entities, sink)
     _check_cycles(decl, by_name, sink)
+    _check_tables(decl, sink)
     report_duplicates(((m.name, m.name_span) for m in decl.metrics), "metric", sink)
     columns = {name: entity_columns(e) for name, e in by_name.items()}
     for m in decl.metrics:
         _check_expr(m.expr, entities, columns, sink)
+
+
+def _check_tables(decl: SchemaDecl, sink: DiagnosticSink) -> None:
+    views = {snake_case(e.name).lower() for e in decl.entities}
+    for e in decl.entities:
+        table, span = e.tables[0] if e.tables else (snake_case(e.name), e.name_span)
+        if table.lower() in views:
+            given = "its table" if e.tables else "with no `table` line, its table"
+            sink.error("E114", f"entity `{e.name}`: {given} `{table}` has the name of a view", span,
+                       f'put the physical table in a schema: `table "raw.{table.split(".")[-1]}"`')
 
 
 def _check_entity(e: EntityDecl, entities: dict, sink: DiagnosticSink) -> None:

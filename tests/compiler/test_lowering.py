@@ -23,7 +23,7 @@ def test_schema_entities_get_views_keys_bindings_and_defaults():
     clicks = next(f for f in stat.fields if f.name == "clicks")
     assert clicks.column == "clicks"            # column defaults to the field name
     geo = schema.entities[3]
-    assert (geo.table, geo.key.column) == ("geo", "id")
+    assert (geo.table, geo.key.column) == ("raw.geo", "id")
     assert schema.entities[1].refs[0].column == "advertiser_id"
     assert schema.entities[1].fields[3].deprecated == "use daily_budget"
     assert schema.source == "mini_schema.craft"
