@@ -7,7 +7,10 @@ solutions run once per instance turn (`TriGate.run_references`), inside the timi
 pool warms its workers with one reference solution per workflow turn, as the gate step
 does; that start-up is printed separately.
 
-Usage: .venv/bin/python benchmarks/gate.py [N_CANDIDATES] [REPEATS] [WORKERS]
+JOBS_PER_PROCESS (default 1, a fresh process per candidate) sets the execution gate's
+`jobs_per_process`: more lets one sandbox process run that many candidates in turn.
+
+Usage: .venv/bin/python benchmarks/gate.py [N_CANDIDATES] [REPEATS] [WORKERS] [JOBS_PER_PROCESS]
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "distill"))
 
 
-def main(n: int = 400, repeats: int = 2, workers: int = 2) -> None:
+def main(n: int = 400, repeats: int = 2, workers: int = 2, jobs_per_process: int = 1) -> None:
     import statistics
 
     import duckdb
@@ -45,7 +48,10 @@ def main(n: int = 400, repeats: int = 2, workers: int = 2) -> None:
     compile_to_dir(FIXTURES / "mini_ads.craft", plan_dir)
     plan = Plan.model_validate_json((plan_dir / "plan.json").read_text())
     # Noise without endless loops: their timeout measures the gate's setting, not its speed.
-    recipe = plan.recipe.model_copy(update={"teacher": plan.recipe.teacher.model_copy(update={"noise": 0.0})})
+    execution = plan.recipe.gates.execution.model_copy(update={"jobs_per_process": jobs_per_process})
+    recipe = plan.recipe.model_copy(update={
+        "teacher": plan.recipe.teacher.model_copy(update={"noise": 0.0}),
+        "gates": plan.recipe.gates.model_copy(update={"execution": execution})})
     plan = plan.model_copy(update={"recipe": recipe})
     (run_dir / "world").mkdir(parents=True)
     db = run_dir / "world" / "warehouse.duckdb"
@@ -81,11 +87,11 @@ def main(n: int = 400, repeats: int = 2, workers: int = 2) -> None:
     spread = lambda values: {"min": round(min(values), 2), "median": round(statistics.median(values), 2)}  # noqa: E731
     figures = {"candidates": len(outcomes), "instance_turns": len({(c["instance_id"], c["turn"]) for c in candidates}),
                "load": round(os.getloadavg()[0], 1), "pool_startup_s": round(startup_s, 2), "worker_huge_pages": huge_pages,
-               "workers": workers, "gate12_candidates_per_s": spread(gated), "sandbox_s_per_100": spread(sandboxed),
+               "workers": workers, "jobs_per_process": jobs_per_process, "gate12_candidates_per_s": spread(gated), "sandbox_s_per_100": spread(sandboxed),
                "plain_1_process_threads1_s_per_100": spread(plain),
                "sandbox_over_plain": spread([s / p for s, p in zip(sandboxed, plain)])}
     Console().print(figures)
 
 
 if __name__ == "__main__":
-    main(*(int(arg) for arg in sys.argv[1:4]))
+    main(*(int(arg) for arg in sys.argv[1:5]))

@@ -205,6 +205,7 @@ class ExecutionGate(Node):
     reject: tuple[Literal["error", "syntax", "timeout"], ...] = ("error", "syntax", "timeout")
     timeout_s: float = 10.0
     memory_mb: int = 1024
+    jobs_per_process: int = 1   # sandbox process reuse: 1 = a fresh process per candidate
 
 
 class OutputGate(Node):

@@ -96,6 +96,9 @@ BLOCK_KEYS: dict[str, dict[str, Key]] = {
                        low=0, low_open=True),
         "memory": Key("int", "memory limit per execution, in MB", "1024", field="memory_mb",
                       low=16),
+        "jobs_per_process": Key("int", "candidates one sandbox process may run in turn (1: a fresh "
+                                "process each; more is faster, and a candidate's changes to modules "
+                                "can reach later ones)", "1", low=1, high=1000),
     },
     "gate.output": {
         "reject": Key("enum_list", "output problems rejected", "empty, incomplete, mismatch",

@@ -226,10 +226,22 @@ def run_gate(ctx: StepContext) -> StepResult:
     metrics = {"candidates": len(outcomes), "accepted": len(accepted), "rejected_per_gate": per_gate,
                "candidates_per_s": round(len(outcomes) / wall, 1) if wall else None,
                "skipped_unusable_reference": failed_refs["candidates"]}
+    metrics["sandbox"] = sandbox_record(pool, outcomes)
     if "confusion" in funnel:
         metrics["corrupted_rejected_rate"] = funnel["confusion"]["corrupted_rejected_rate"]
         metrics["clean_rejected_rate"] = funnel["confusion"]["clean_rejected_rate"]
     return StepResult(metrics=metrics, outputs=("funnel.json", "funnel.md", "accepted.jsonl", "outcomes.jsonl"))
+
+
+def sandbox_record(pool, outcomes: list[dict]) -> dict:
+    """Which isolation layers protected the gate's runs, for the run's summary."""
+    runs = [o["execution"]["layers"] for o in outcomes if o.get("execution", {}).get("ran")]
+    names = sorted({name for layers in runs for name in layers})
+    return {"workers": pool.size, "jobs_per_process": pool.limits.jobs_per_process,
+            "worker_huge_pages": pool.huge_pages, "runs": len(runs),
+            "layers_on_in_every_run": [n for n in names if all(layers.get(n) for layers in runs)],
+            "layers_off_in_some_run": {n: sum(not layers.get(n) for layers in runs) for n in names
+                                       if not all(layers.get(n) for layers in runs)}}
 
 
 # ---------------------------------------------------------------- dataset

@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import builtins
 import os
+import random
+import shutil
 import sys
 import time
 import traceback
 
 import duckdb
+import numpy
 import pandas as pd
 
 from . import guards
 from .protocol import read_frame, write_frame
 from .result import frame_to_bytes, to_frame
 
-__all__ = ["serve_one_job", "snapshot_host_state"]
+__all__ = ["serve_jobs", "reset_between_jobs", "snapshot_host_state", "SESSION_FINGERPRINT"]
 
 
 class OutputOverflow(BaseException):
@@ -108,18 +111,21 @@ def _classify(exc: BaseException, violations: list, stdout: TailBuffer) -> tuple
     return "RuntimeError", kind, message
 
 
-def serve_one_job(ctx: dict, temp_dir: str, uid: int, job_fd: int, out_fd: int) -> None:
-    """Isolate this process, wait for one job on `job_fd`, run it, report on `out_fd`.
+def serve_jobs(ctx: dict, temp_dir: str, uid: int, job_fd: int, out_fd: int) -> None:
+    """Isolate this process, then run jobs from `job_fd` and report each on `out_fd`.
 
     Runs in a process the worker forks *before* the job arrives, so forking and
     isolating happen while the previous job still runs; the job itself only pays
-    for compiling and executing its code.
+    for compiling and executing its code. It serves one job, or with
+    `limits.jobs_per_process` > 1 up to that many, each after `reset_between_jobs`;
+    the worker ends it sooner after any job that did not end cleanly.
     """
     spans = Spans(ctx.get("forked_at"))
     limits, layers, violations = ctx["limits"], {}, []
     guards.die_with_parent()
     spans.mark("child_start")
-    _close_inherited_fds(keep={job_fd, out_fd, *ctx["keep_fds"]})
+    keep_fds = {job_fd, out_fd, *ctx["keep_fds"]}
+    _close_inherited_fds(keep=keep_fds)
     os.chdir(temp_dir)
     os.environ.update(TMPDIR=temp_dir, HOME=temp_dir)
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -135,18 +141,90 @@ def serve_one_job(ctx: dict, temp_dir: str, uid: int, job_fd: int, out_fd: int) 
     # Imports after this point search only the interpreter's own directories,
     # never the host's working tree.
     sys.path[:] = [p for p in sys.path if p.startswith(ctx["read_roots"])]
-    stdout = TailBuffer(limits.max_stdout_chars, limits.max_stdout_total_chars)
-    sys.stdout = sys.stderr = stdout
     api = ctx["api"]  # built in the worker and never used there: pristine in every job process
     layers["audit_hook"] = limits.audit_hook and guards.install_audit_hook(temp_dir, ctx["read_roots"], violations)
     spans.mark("audit_hook")
     # Layers are reported before agent code runs, so agent code cannot forge them.
     write_frame(out_fd, {"kind": "layers", "layers": layers})
-    job, _ = read_frame(job_fd)
-    spans.restart()  # what follows is the job's own time, measured from its arrival
-    report, payload = run_agent_code(job, api, violations, stdout, limits, spans, ctx["host_state"])
-    report["spans"] = spans.durations
-    write_frame(out_fd, report, payload)
+    for served in range(limits.jobs_per_process):
+        job, _ = read_frame(job_fd)
+        spans.restart()  # what follows is the job's own time, measured from its arrival
+        stdout = TailBuffer(limits.max_stdout_chars, limits.max_stdout_total_chars)
+        sys.stdout = sys.stderr = stdout
+        report, payload = run_agent_code(job, api, violations, stdout, limits, spans, ctx["host_state"])
+        if served + 1 < limits.jobs_per_process:
+            # Cleaned up before reporting: a reset that fails ends this process now
+            # instead of failing the next job.
+            api = None if violations else reset_between_jobs(ctx, temp_dir, keep_fds)
+            report["reusable"] = api is not None
+            spans.mark("reset")
+        report["spans"] = spans.durations
+        write_frame(out_fd, report, payload)
+        if not report.get("reusable"):
+            return
+
+
+def reset_between_jobs(ctx: dict, temp_dir: str, keep_fds: set[int]):
+    """Undo what the last job left that the next one could see; a fresh API, or None if unsafe.
+
+    Put back: builtins and sys.modules, the random generators as a fork has them, an empty temp
+    dir, no descriptors but the process's own, a new API object; and the DuckDB
+    session must be as the worker left it. Not undone: changes to other module
+    attributes (a patched pandas function stays patched), which is why reuse is
+    for trusted code (docs/sandbox.md, "Reusing job processes").
+    """
+    try:
+        return _reset(ctx, temp_dir, keep_fds) if _session_unchanged(ctx) else None
+    except Exception:  # noqa: BLE001 - whatever stops the clean-up ends the process
+        return None
+
+
+# Bound at import: agent code that replaces `os.scandir` cannot stop the clean-up.
+_scandir, _remove, _rmtree, _closerange = os.scandir, os.remove, shutil.rmtree, os.closerange
+_random_seed, _numpy_set_state = random.seed, numpy.random.set_state
+
+
+def _reset(ctx: dict, temp_dir: str, keep_fds: set[int]):
+    saved_builtins, saved_modules = ctx["host_state"]
+    builtins.__dict__.update(saved_builtins)
+    sys.modules.update(saved_modules)
+    _random_seed()  # as in a fresh fork: the random module reseeds itself after fork
+    _numpy_set_state(ctx["numpy_rng_state"])  # numpy does not: a fork inherits the worker's
+    for entry in _scandir(temp_dir):
+        if entry.is_dir(follow_symlinks=False):
+            _rmtree(entry.path)
+        else:
+            _remove(entry.path)
+    for low, high in _gaps(keep_fds, ctx["limits"].max_open_files + 8):
+        _closerange(low, high)
+    return ctx["api_factory"](ctx["con"])
+
+
+def _gaps(keep: set[int], limit: int) -> list[tuple[int, int]]:
+    """[low, high) ranges of descriptors from 3 up to `limit` that are not in `keep`."""
+    edges = [2, *sorted(fd for fd in keep if fd > 2), max(limit, max(keep, default=0) + 1)]
+    return [(a + 1, b) for a, b in zip(edges, edges[1:]) if b > a + 1]
+
+
+# State a job can add to the shared DuckDB session even on a read-only file (temp
+# tables and views, variables, prepared statements, a search path), any of which would
+# change what the next job's SQL means. Compared with the worker's baseline. Temp macros
+# and types are not listed: duckdb_functions() alone costs ~10 ms, and only raw
+# connection access (not the API's SELECT-only `query`) can create them.
+SESSION_FINGERPRINT = """
+SELECT (SELECT count(*) FROM duckdb_tables() WHERE temporary),
+       (SELECT count(*) FROM duckdb_views() WHERE temporary AND database_name = 'temp'),
+       (SELECT count(*) FROM duckdb_variables()),
+       (SELECT count(*) FROM duckdb_prepared_statements()),
+       current_setting('search_path'), current_database(), current_schema()
+"""
+
+
+def _session_unchanged(ctx: dict) -> bool:
+    try:
+        return list(ctx["con"].execute(SESSION_FINGERPRINT).fetchall()[0]) == ctx["session_baseline"]
+    except Exception:  # noqa: BLE001 - a closed or broken connection is not reusable
+        return False
 
 
 def snapshot_host_state() -> tuple[dict, dict]:

@@ -73,7 +73,10 @@ def apply_rlimits(limits) -> dict[str, bool]:
     # arenas), so the budget is headroom above what is already mapped.
     memory = _address_space_bytes() + limits.memory_mb * (1 << 20)
     _set("rlimit_memory", resource.RLIMIT_AS, memory, memory)
-    _set("rlimit_cpu", resource.RLIMIT_CPU, int(limits.cpu_s), int(limits.cpu_s) + 1)
+    # A reused process's CPU time adds up over its jobs: the limit covers them all,
+    # and the worker holds each job to its own share.
+    cpu_s = int(limits.cpu_s) * limits.jobs_per_process
+    _set("rlimit_cpu", resource.RLIMIT_CPU, cpu_s, cpu_s + 1)
     file_bytes = int(limits.max_file_mb) << 20
     _set("rlimit_fsize", resource.RLIMIT_FSIZE, file_bytes, file_bytes)
     highest_fd = max(int(fd) for fd in os.listdir("/proc/self/fd"))

@@ -30,6 +30,7 @@ class SandboxLimits:
     drop_privileges: bool = True       # when root: run each job under its own unprivileged uid
     sandbox_uid_base: int = 64000      # job uid = base + worker slot (distinct uids cannot signal each other)
     audit_hook: bool = True            # off only to test that the kernel layers hold on their own
+    jobs_per_process: int = 1          # 1: a fresh process per job; N: up to N jobs per process (trusted code only)
 
     def __post_init__(self) -> None:
         problems = []
@@ -40,6 +41,8 @@ class SandboxLimits:
                     problems.append(f"`{field.name}` must be true or false, got {value!r}")
             elif isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 problems.append(f"`{field.name}` must be a positive number, got {value!r}")
+        if not isinstance(self.jobs_per_process, int):
+            problems.append(f"`jobs_per_process` must be a whole number, got {self.jobs_per_process!r}")
         if problems:
             raise SandboxError("invalid sandbox limits: " + "; ".join(problems))
 

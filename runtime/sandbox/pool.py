@@ -100,6 +100,8 @@ def _failure(reply: dict, limits: SandboxLimits) -> tuple[str, str]:
         return "CpuLimit", f"used {cpu_s:.1f} s of CPU (limit {limits.cpu_s} s) before the wall-clock kill"
     if failure == "Timeout":
         return "Timeout", f"killed after the {limits.wall_timeout_s:g} s wall-clock limit"
+    if failure == "CpuLimit":  # a reused process, stopped by its worker
+        return "CpuLimit", f"killed after {cpu_s:.1f} s of CPU (limit {limits.cpu_s} s)"
     if failure == "OutputLimit":
         return "OutputLimit", "the job sent more output than the result limits allow"
     if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_s >= limits.cpu_s - 0.5):
@@ -116,7 +118,7 @@ def build_result(reply: dict, payload: bytes, limits: SandboxLimits, slot: int) 
     common = {"wall_s": float(reply.get("wall_s", 0.0)), "cpu_s": float(reply.get("cpu_s", 0.0)),
               "layers": {str(k): bool(v) for k, v in reply.get("layers", {}).items()}, "worker_slot": slot,
               "timings": {str(k): float(v) for k, v in (reply.get("spans") or {}).items() if isinstance(v, (int, float))}}
-    if report is None or reply.get("failure") in ("Timeout", "OutputLimit"):
+    if report is None or reply.get("failure") in ("Timeout", "OutputLimit", "CpuLimit"):
         error_class, message = _failure(reply, limits)
         return ExecResult(ok=False, error_class=error_class, error_message=message, **common)
     frame = None
@@ -204,6 +206,11 @@ class SandboxPool:
     def warmed_up(self) -> int:
         """Warm-up jobs that ran cleanly in each worker (the fewest over the workers)."""
         return min(worker.warmed_up for worker in self._workers)
+
+    @property
+    def size(self) -> int:
+        """Number of workers (jobs that can run at once)."""
+        return len(self._workers)
 
     @property
     def huge_pages(self) -> int:

@@ -17,6 +17,7 @@ import ctypes
 import gc
 import importlib
 import os
+import select
 import shutil
 import signal
 import sys
@@ -31,13 +32,13 @@ import random, re, statistics, string, textwrap, csv, io, operator, heapq, bisec
 import array, base64, calendar, copy, dataclasses, enum, glob, hashlib, inspect, pathlib  # noqa: E401,F401
 import pprint, shutil, socket, struct, subprocess, threading, typing, uuid, warnings, zlib  # noqa: E401,F401
 import encodings.idna, urllib.parse, zoneinfo  # noqa: E401,F401
-import numpy  # noqa: F401
+import numpy
 import pandas as pd
 import pyarrow  # noqa: F401
 import duckdb
 
 from . import guards
-from .child import serve_one_job, snapshot_host_state
+from .child import SESSION_FINGERPRINT, serve_jobs, snapshot_host_state
 from .limits import SandboxLimits
 from .protocol import FrameError, FrameTimeout, read_frame, write_frame
 
@@ -150,7 +151,7 @@ class PreparedChild:
             try:
                 os.close(self.job_fd)
                 os.close(self.result_fd)
-                serve_one_job({**ctx, "forked_at": forked_at}, self.temp_dir, uid, job_read, result_write)
+                serve_jobs({**ctx, "forked_at": forked_at}, self.temp_dir, uid, job_read, result_write)
             except BaseException:  # noqa: BLE001 - the worker reports the missing result
                 os._exit(70)
             os._exit(0)
@@ -160,6 +161,9 @@ class PreparedChild:
         self.status: int | None = None
         self.cpu_s = 0.0
         self.maxrss_kb = 0
+        self.layers: dict | None = None  # reported once, before the first job
+        self.served = 0                  # jobs handed to this process so far
+        self.reusable = False            # may take another job (its last report said so)
 
     def alive(self) -> bool:
         if self.status is None and os.waitpid(self.pid, os.WNOHANG)[0] == self.pid:
@@ -209,20 +213,52 @@ class PreparedChild:
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
+# Outcomes after which a job process may take another job (with jobs_per_process > 1).
+# Anything else (a violation, a limit hit, a crash) ends it.
+_REUSABLE_AFTER = (None, "NoResult", "SyntaxError", "RuntimeError")
+
+
+_CPU_POLL_S = 0.1
+
+
+def _wait_for_report(child: PreparedChild, deadline: float, cpu_limit_at: float | None) -> str | None:
+    """Wait until the job process has something to say (None), or name the limit it hit first."""
+    if cpu_limit_at is None:
+        return None  # read_frame enforces the deadline; the kernel enforces RLIMIT_CPU
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return "Timeout"
+        if select.select([child.result_fd], [], [], min(left, _CPU_POLL_S))[0]:
+            return None
+        if child.cpu_so_far() >= cpu_limit_at:
+            return "CpuLimit"
+
+
 def run_one(child: PreparedChild, job: dict, ctx: dict) -> tuple[dict, bytes]:
     """Give `job` to a prepared job process and collect its report within the limits."""
     limits: SandboxLimits = ctx["limits"]
     started = time.monotonic()
-    layers, report, payload, failure = {}, None, b"", None
+    fresh = child.served == 0
+    cpu_before = 0.0 if fresh else child.cpu_so_far()
+    # A reused process's RLIMIT_CPU covers all its jobs, so the worker holds each job
+    # to its own budget (raising another uid's soft limit needs CAP_SYS_RESOURCE).
+    cpu_limit_at = cpu_before + limits.cpu_s if limits.jobs_per_process > 1 else None
+    report, payload, failure = None, b"", None
+    child.served += 1
+    child.reusable = False
     if not child.send(job):
         failure = "Exited"
     else:
         deadline = started + limits.wall_timeout_s
         cap = limits.max_result_bytes + limits.max_stdout_chars * 4 + (1 << 20)
         try:
-            header, _ = read_frame(child.result_fd, deadline, cap)
-            layers = header.get("layers", {}) if isinstance(header.get("layers"), dict) else {}
-            report, payload = read_frame(child.result_fd, deadline, cap)
+            if child.layers is None:
+                header, _ = read_frame(child.result_fd, deadline, cap)
+                child.layers = header.get("layers", {}) if isinstance(header.get("layers"), dict) else {}
+            failure = _wait_for_report(child, deadline, cpu_limit_at)
+            if failure is None:
+                report, payload = read_frame(child.result_fd, deadline, cap)
         except FrameTimeout:
             failure = "Timeout"
         except FrameError as exc:
@@ -230,18 +266,21 @@ def run_one(child: PreparedChild, job: dict, ctx: dict) -> tuple[dict, bytes]:
     wall_s = time.monotonic() - started
     if report is not None and failure is None:
         # The job has reported: its exit status tells nothing more, so the reply
-        # goes out now and the process is killed and reaped after it.
-        cpu_s, maxrss_mb, sig, exit_code = child.cpu_so_far(), 0.0, None, None
+        # goes out now and the process is killed and reaped after it (or kept,
+        # when it may serve another job).
+        cpu_s, maxrss_mb, sig, exit_code = child.cpu_so_far() - cpu_before, 0.0, None, None
+        child.reusable = report.get("reusable") is True and report.get("error_class") in _REUSABLE_AFTER
     else:
-        child.reap(kill=failure in ("Timeout", "OutputLimit"))
+        child.reap(kill=failure in ("Timeout", "OutputLimit", "CpuLimit"))
         status = child.status
-        cpu_s, maxrss_mb = child.cpu_s, child.maxrss_kb / 1024
+        cpu_s, maxrss_mb = child.cpu_s - cpu_before, child.maxrss_kb / 1024
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
         exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
-    spans = {"fork": child.fork_ms, "job": round(1000 * wall_s, 3)}
+    spans = {"fork": child.fork_ms if fresh else 0.0, "job": round(1000 * wall_s, 3)}
     if isinstance(report, dict) and isinstance(report.get("spans"), dict):
         spans.update({f"job.{k}": v for k, v in report["spans"].items() if isinstance(v, (int, float))})
-    reply = {"kind": "reply", "layers": {**ctx["layers"], **layers}, "report": report,
+    layers = {**ctx["layers"], **(child.layers or {}), "fresh_process": fresh}
+    reply = {"kind": "reply", "layers": layers, "report": report,
              "failure": failure, "wall_s": wall_s, "cpu_s": cpu_s, "maxrss_mb": maxrss_mb,
              "signal": sig, "exit_code": exit_code, "spans": spans}
     return reply, payload
@@ -276,7 +315,9 @@ def main() -> None:
         return
     jobs_root = tempfile.mkdtemp(prefix="craft-sandbox-")
     os.chmod(jobs_root, 0o711)  # job uids must traverse it, not list it
-    ctx = {"limits": limits, "api": api, "host_state": snapshot_host_state(), "read_roots": guards.interpreter_read_roots(),
+    ctx = {"limits": limits, "api": api, "api_factory": factory, "con": con, "host_state": snapshot_host_state(),
+           "numpy_rng_state": numpy.random.get_state(),
+           "session_baseline": list(con.execute(SESSION_FINGERPRINT).fetchall()[0]), "read_roots": guards.interpreter_read_roots(),
            "keep_fds": _open_fds() - {in_fd, out_fd}, "layers": {"process": True, "wall_timeout": True, "net_namespace": net, **db_layers}}
     # Objects that exist now are never collected: job processes then do not
     # touch (copy) their pages when the garbage collector runs.
@@ -300,6 +341,8 @@ def main() -> None:
                 child = PreparedChild(ctx, jobs_root, uid)
             reply, payload = run_one(child, job, ctx)
             write_frame(out_fd, reply, payload)
+            if child.reusable:
+                continue
             # After the reply, off the pool's clock: end this job's process, then
             # (never before: one job process per worker at a time) prepare the next.
             child.retire()

@@ -55,6 +55,16 @@ def test_funnel_counts_add_up_and_markdown_is_written(distilled):
     assert "| execution |" in markdown and "ddl_leak" in markdown
 
 
+def test_the_gate_records_which_sandbox_layers_protected_its_runs(distilled):
+    run_dir, results = distilled
+    sandbox = results["gate"].metrics["sandbox"]
+    assert sandbox["runs"] > 0 and sandbox["jobs_per_process"] == 1
+    # Process-level layers hold everywhere; with one job per process every run had a fresh one.
+    assert {"process", "wall_timeout", "readonly_db", "audit_hook", "fresh_process"} <= set(sandbox["layers_on_in_every_run"])
+    first = json.loads((run_dir / "gate" / "outcomes.jsonl").read_text().splitlines()[0])
+    assert first["execution"]["layers"]["process"] is True
+
+
 def test_dataset_round_trips_in_both_modes(distilled):
     from datasets import load_from_disk
 

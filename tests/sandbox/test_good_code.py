@@ -103,9 +103,10 @@ def test_every_reported_layer_is_active_on_a_root_linux_host(pool):
     run = pool.run("result = 1")
     assert set(run.layers) == {"process", "wall_timeout", "net_namespace", "readonly_db", "duckdb_locked",
                                "uid_drop", "rlimit_memory", "rlimit_cpu", "rlimit_fsize", "rlimit_nofile",
-                               "rlimit_nproc", "private_tmp", "audit_hook"}
+                               "rlimit_nproc", "private_tmp", "audit_hook", "fresh_process"}
     # Which layers are on depends on the host; process-level ones always are.
     assert run.layers["process"] and run.layers["audit_hook"] and run.layers["readonly_db"]
+    assert run.layers["fresh_process"]  # jobs_per_process 1: every job in a new fork
 
 
 def test_error_classes_are_the_documented_set():
