@@ -16,6 +16,7 @@ import shutil
 import sys
 import time
 import traceback
+import warnings
 
 import duckdb
 import numpy
@@ -141,6 +142,7 @@ def serve_jobs(ctx: dict, temp_dir: str, uid: int, job_fd: int, out_fd: int) -> 
     # Imports after this point search only the interpreter's own directories,
     # never the host's working tree.
     sys.path[:] = [p for p in sys.path if p.startswith(ctx["read_roots"])]
+    ctx = {**ctx, "process_state": _process_state()}  # what reset_between_jobs puts back
     api = ctx["api"]  # built in the worker and never used there: pristine in every job process
     layers["audit_hook"] = limits.audit_hook and guards.install_audit_hook(temp_dir, ctx["read_roots"], violations)
     spans.mark("audit_hook")
@@ -148,7 +150,10 @@ def serve_jobs(ctx: dict, temp_dir: str, uid: int, job_fd: int, out_fd: int) -> 
     write_frame(out_fd, {"kind": "layers", "layers": layers})
     for served in range(limits.jobs_per_process):
         job, _ = read_frame(job_fd)
-        spans.restart()  # what follows is the job's own time, measured from its arrival
+        # What follows is the job's own time, measured from its arrival (a reused
+        # process's later jobs have no start-up steps to report).
+        spans = Spans(None) if served else spans
+        spans.restart()
         stdout = TailBuffer(limits.max_stdout_chars, limits.max_stdout_total_chars)
         sys.stdout = sys.stderr = stdout
         report, payload = run_agent_code(job, api, violations, stdout, limits, spans, ctx["host_state"])
@@ -167,14 +172,17 @@ def serve_jobs(ctx: dict, temp_dir: str, uid: int, job_fd: int, out_fd: int) -> 
 def reset_between_jobs(ctx: dict, temp_dir: str, keep_fds: set[int]):
     """Undo what the last job left that the next one could see; a fresh API, or None if unsafe.
 
-    Put back: builtins and sys.modules, the random generators as a fork has them, an empty temp
-    dir, no descriptors but the process's own, a new API object; and the DuckDB
-    session must be as the worker left it. Not undone: changes to other module
+    Put back: builtins, sys.modules and sys.path, the environment, warning filters,
+    the recursion limit, numpy's error handling, pandas options (the worker never sets
+    any), the random generators as a fork has them, an empty temp dir, no descriptors
+    but the process's own, a new API object; and the DuckDB session must be as the
+    worker left it. Not undone: changes to other module
     attributes (a patched pandas function stays patched), which is why reuse is
     for trusted code (docs/sandbox.md, "Reusing job processes").
     """
     try:
-        return _reset(ctx, temp_dir, keep_fds) if _session_unchanged(ctx) else None
+        api = _reset(ctx, temp_dir, keep_fds)  # first: the check below needs working Python state
+        return api if _session_unchanged(ctx) else None
     except Exception:  # noqa: BLE001 - whatever stops the clean-up ends the process
         return None
 
@@ -184,10 +192,25 @@ _scandir, _remove, _rmtree, _closerange = os.scandir, os.remove, shutil.rmtree, 
 _random_seed, _numpy_set_state = random.seed, numpy.random.set_state
 
 
+def _process_state() -> dict:
+    return {"path": list(sys.path), "environ": dict(os.environ), "warnings": list(warnings.filters),
+            "recursion": sys.getrecursionlimit(), "numpy_err": numpy.geterr()}
+
+
 def _reset(ctx: dict, temp_dir: str, keep_fds: set[int]):
     saved_builtins, saved_modules = ctx["host_state"]
     builtins.__dict__.update(saved_builtins)
     sys.modules.update(saved_modules)
+    state = ctx["process_state"]
+    sys.path[:] = state["path"]
+    os.environ.clear()
+    os.environ.update(state["environ"])
+    warnings.filters[:] = state["warnings"]
+    sys.setrecursionlimit(state["recursion"])
+    numpy.seterr(**state["numpy_err"])
+    with warnings.catch_warnings():  # some options are deprecated, and resetting them says so
+        warnings.simplefilter("ignore")
+        pd.reset_option(r"^(?!plotting\.)")  # resetting the plotting backend would import matplotlib
     _random_seed()  # as in a fresh fork: the random module reseeds itself after fork
     _numpy_set_state(ctx["numpy_rng_state"])  # numpy does not: a fork inherits the worker's
     for entry in _scandir(temp_dir):

@@ -104,6 +104,10 @@ def _run_warmup_jobs(con, factory, jobs: list) -> int:
     return clean
 
 
+# Agent code may read the sandbox's own source: a traceback or a warning shown
+# through the job process's frames looks it up (and nothing else lives there).
+_SANDBOX_SOURCE = os.path.dirname(os.path.abspath(__file__))
+
 _MADV_COLLAPSE = 25  # Linux 6.1+
 _HUGE = 1 << 21
 
@@ -317,7 +321,7 @@ def main() -> None:
     os.chmod(jobs_root, 0o711)  # job uids must traverse it, not list it
     ctx = {"limits": limits, "api": api, "api_factory": factory, "con": con, "host_state": snapshot_host_state(),
            "numpy_rng_state": numpy.random.get_state(),
-           "session_baseline": list(con.execute(SESSION_FINGERPRINT).fetchall()[0]), "read_roots": guards.interpreter_read_roots(),
+           "session_baseline": list(con.execute(SESSION_FINGERPRINT).fetchall()[0]), "read_roots": guards.interpreter_read_roots() + (_SANDBOX_SOURCE,),
            "keep_fds": _open_fds() - {in_fd, out_fd}, "layers": {"process": True, "wall_timeout": True, "net_namespace": net, **db_layers}}
     # Objects that exist now are never collected: job processes then do not
     # touch (copy) their pages when the garbage collector runs.

@@ -183,6 +183,18 @@ def test_the_worker_heap_is_collapsed_into_huge_pages_before_forking(warehouse):
     with SandboxPool(1, warehouse, api_factory="fake_api:make_api") as fresh:
         rollup = Path(f"/proc/{fresh._workers[0].proc.pid}/smaps_rollup").read_text()
         huge_kb = int(re.search(r"AnonHugePages:\s+(\d+) kB", rollup).group(1))
-        assert huge_kb >= 2048 * fresh.huge_pages
+        # Most are still whole: the worker splits one when it writes to it while a job process shares it.
+        assert huge_kb >= 2048 * fresh.huge_pages * 0.5
         assert (fresh.huge_pages > 0) == _thp_collapse_supported()
         assert fresh.run("result = 1").ok
+
+
+@pytest.mark.parametrize("code", [
+    "import traceback\ntraceback.print_stack()\nresult = 1",
+    # The file is finalised after the job, under the job's `error` filter: shown as unraisable.
+    "import warnings\nwarnings.simplefilter('error')\nkept_open = open('f.txt', 'w')\nresult = 1",
+])
+def test_showing_a_traceback_through_the_sandbox_frames_is_not_a_violation(pool, code):
+    # Printing a stack looks up the source of every frame, the job process's own included.
+    run = pool.run(code)
+    assert run.ok, run.error_message

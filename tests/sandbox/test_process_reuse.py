@@ -45,16 +45,24 @@ def test_what_a_job_leaves_behind_is_put_back_before_the_next(reuse_pool):
 import builtins, sys, random, numpy
 open('left.txt', 'w').write('x')
 kept_open = open('open.txt', 'w')
-builtins.len = lambda x: -1
-sys.modules['json'] = None
 random.random(); numpy.random.random()
 api.marker = 'left behind'
+import os, warnings
+os.environ['LEFT'] = '1'
+sys.path.insert(0, '.')
+warnings.simplefilter('error')
+numpy.seterr(all='raise')
+pd.set_option('display.max_rows', 3)
+sys.modules['json'] = None
+builtins.len = lambda x: -1
 result = 1
 """
     check = """
-import os, json, random, numpy
+import os, sys, json, random, numpy, warnings
 result = {'files': len(os.listdir('.')), 'len': len([1, 2]), 'json': json.dumps([1]),
-          'marker': hasattr(api, 'marker'), 'random': random.random(), 'numpy': float(numpy.random.random())}
+          'marker': hasattr(api, 'marker'), 'random': random.random(), 'numpy': float(numpy.random.random()),
+          'env': 'LEFT' in os.environ, 'path': '.' in sys.path, 'warnings': len(warnings.filters),
+          'divide': numpy.geterr()['divide'], 'rows': pd.get_option('display.max_rows')}
 """
     first, second = reuse_pool.run(messy), reuse_pool.run(check)
     assert first.ok and second.ok and not second.layers["fresh_process"]
@@ -62,8 +70,9 @@ result = {'files': len(os.listdir('.')), 'len': len([1, 2]), 'json': json.dumps(
     reused = second.result_frame.to_dict("records")[0]
     # numpy starts where a fresh fork starts; `random` reseeds itself in a fresh fork, and so here.
     assert reused["numpy"] == in_a_fresh_process["numpy"] and reused["random"] != in_a_fresh_process["random"]
-    assert reused | {"random": 0, "numpy": 0} == {"files": 0, "len": 2, "json": "[1]", "marker": False,
-                                                  "random": 0, "numpy": 0}
+    assert reused | {"random": 0} == in_a_fresh_process | {"random": 0}
+    assert (reused["files"], reused["len"], reused["json"], reused["marker"], reused["env"], reused["path"]) == (
+        0, 2, "[1]", False, False, False)
 
 
 def test_a_temp_view_in_the_shared_session_ends_the_process(reuse_pool):
