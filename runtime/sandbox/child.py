@@ -161,7 +161,7 @@ def serve_jobs(ctx: dict, temp_dir: str, uid: int, job_fd: int, out_fd: int) -> 
             # Cleaned up before reporting: a reset that fails ends this process now
             # instead of failing the next job.
             api = None if violations else reset_between_jobs(ctx, temp_dir, keep_fds)
-            report["reusable"] = api is not None
+            report["reusable"] = api is not None and not violations  # the reset itself is audited too
             spans.mark("reset")
         report["spans"] = spans.durations
         write_frame(out_fd, report, payload)
@@ -176,9 +176,9 @@ def reset_between_jobs(ctx: dict, temp_dir: str, keep_fds: set[int]):
     the recursion limit, numpy's error handling, pandas options (the worker never sets
     any), the random generators as a fork has them, an empty temp dir, no descriptors
     but the process's own, a new API object; and the DuckDB session must be as the
-    worker left it. Not undone: changes to other module
-    attributes (a patched pandas function stays patched), which is why reuse is
-    for trusted code (docs/sandbox.md, "Reusing job processes").
+    worker left it. Not undone: changes to other module attributes (a patched pandas
+    function stays patched), which is why reuse is for trusted code (docs/sandbox.md,
+    "Reusing job processes").
     """
     try:
         api = _reset(ctx, temp_dir, keep_fds)  # first: the check below needs working Python state
