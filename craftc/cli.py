@@ -198,7 +198,7 @@ def cmd_run(args) -> int:
     from runtime.runner import run_plan   # imported here: it brings torch
 
     return run_plan(plan_dir, args.run_dir, only=args.only, from_step=args.from_step, until=args.until,
-                    force=args.force)
+                    force=args.force, launch=not args.no_launch)
 
 
 # ------------------------------------------------------------------ parser
@@ -301,6 +301,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--until", choices=STEPS, metavar="STEP")
     p.add_argument("--force", action="store_true",
                    help="rerun the selected steps even when their inputs are unchanged")
+    p.add_argument("--no-launch", action="store_true",
+                   help="training steps write their step configs and print the launch.sh commands "
+                        "instead of training (to launch by hand, e.g. on a cluster); a later run adopts "
+                        "what the launches trained")
     p.set_defaults(func=cmd_run)
     return parser
 

@@ -329,8 +329,9 @@ CODES: dict[str, CodeInfo] = {
                "The schema would be truncated away. The estimate counts words and punctuation of the logical DDL, API docs and task text.",
                "stage sft { input stuffed  base tiny_moe }",
                "use `input stripped`, or a model with a larger `context`"),
-    "E507": _c("masking trains on tool output",
-               "A stage's `mask` list does not include `tool_outputs`.",
+    "W507": _c("masking trains on tool output",
+               "A stage's `mask` list does not include `tool_outputs`. The plan compiles (its masking spec shows the "
+               "tool role as trained), and the sft step's mask report counts the trainable tool tokens and stops the run.",
                "Tool outputs (ids, timestamps, frames) are not the model's to predict; training on them teaches it to hallucinate results.",
                "stage sft { mask system, user }",
                "stage sft { mask tool_outputs, system, user }"),

@@ -206,6 +206,7 @@ class ExecutionGate(Node):
     timeout_s: float = 10.0
     memory_mb: int = 1024
     jobs_per_process: int = 1   # sandbox process reuse: 1 = a fresh process per candidate
+    workers: int = 2            # sandbox processes running code at once (gate, GRPO rollouts, eval)
 
 
 class OutputGate(Node):

@@ -62,6 +62,13 @@ UPSTREAM: dict[str, tuple[str, ...]] = {
     "report": ("sft", "grpo", "eval", "gate"),
 }
 
+# Training steps, which `--no-launch` prepares (step configs, launch commands) instead of
+# running; a later run adopts what the launches trained with these functions.
+ADOPTERS: dict[str, str] = {
+    "sft": "runtime.train.step:adopt_sft_step",
+    "grpo": "runtime.train.grpo:adopt_grpo_step",
+}
+
 # Steps that only need the *logical* content of the warehouse: a physical rename
 # must not invalidate them.
 LOGICAL_READERS = {"distill", "gate", "dataset", "grpo"}
@@ -120,7 +127,7 @@ def _plan_parts(step: str, recipe: dict, artifacts: dict[str, str]) -> dict[str,
                     "format": recipe["format"], "tools": recipe["tools"], "eval": recipe["eval"],
                     "solutions": arts("solutions/")},
         "gate": {"schema": logical, "gates": recipe["gates"], "judges": recipe["judges"],
-                 "format": recipe["format"]},
+                 "format": recipe["format"], "spec": arts("specs/gates.json")},
         "dataset": {"prompts": arts("prompts/"), "input_builder": arts("specs/input_builder.json"),
                     "format": recipe["format"], "eval": recipe["eval"]},
         # Only the sft stages' own files: a GRPO setting must not retrain SFT. The eval
@@ -129,20 +136,50 @@ def _plan_parts(step: str, recipe: dict, artifacts: dict[str, str]) -> dict[str,
                 "configs": {k: v for s in stages if s["kind"] == "sft" for k, v in arts(f"stages/{s['name']}/").items()},
                 "masking": arts("specs/masking.json"), "baseline_budget": recipe["eval"]["baseline_budget"]},
         "grpo": {"stages": stages, "models": models, "reward": recipe["reward"],
-                 "configs": arts("stages/"), "prompts": arts("prompts/")},
+                 "configs": arts("stages/"), "prompts": arts("prompts/"), "specs": arts("specs/")},
         "eval": {"eval": recipe["eval"], "stages": stages, "prompts": arts("prompts/"),
+                 "input_builder": arts("specs/input_builder.json"),
                  "workflows": recipe["workflows"], "format": recipe["format"]},
         "report": {"eval": recipe["eval"], "reward": recipe["reward"]},
     }
     return {**common, **parts[step]}
 
 
-def _read_manifest(step_dir: Path) -> dict | None:
+def _read_manifest(step_dir: Path, status: str = "complete") -> dict | None:
     try:
         data = json.loads((step_dir / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
-    return data if isinstance(data, dict) and data.get("status") == "complete" else None
+    return data if isinstance(data, dict) and data.get("status") == status else None
+
+
+def _write_manifest(step_dir: Path, manifest: dict) -> None:
+    tmp = step_dir / f".{MANIFEST}.tmp"
+    tmp.write_text(json.dumps(manifest, sort_keys=True, indent=2, default=str) + "\n", encoding="utf-8")
+    tmp.replace(step_dir / MANIFEST)
+
+
+def _adopt_prepared(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Console) -> bool:
+    """Complete a step that `--no-launch` prepared, once its launches have trained.
+
+    Returns False when the step was not prepared; raises StepError (naming the launch
+    command) when it was but its outputs are not there yet.
+    """
+    step_dir = run_dir / step
+    manifest = _read_manifest(step_dir, status="prepared")
+    if manifest is None:
+        return False
+    ctx = StepContext(plan=plan, plan_dir=plan_dir, run_dir=run_dir, out_dir=step_dir, console=console,
+                      seed=plan.recipe.seed)
+    module_name, func_name = ADOPTERS[step].split(":")
+    metrics = getattr(importlib.import_module(module_name), func_name)(ctx, step_dir)
+    files, outputs_hash = _outputs(step_dir)
+    # Upstream steps adopted first (UPSTREAM order), so the hash names what was trained on.
+    _write_manifest(step_dir, {**manifest, "status": "complete", "metrics": metrics, "outputs": files,
+                               "outputs_hash": outputs_hash, "launched_by_hand": True,
+                               "inputs_hash": step_inputs_hash(step, plan, run_dir)})
+    console.print(f"[green]✓[/] {step}: adopted what its launch trained ({step_dir})")
+    return True
 
 
 def _carry_hash(step: str, manifest: dict, reader: str) -> str:
@@ -224,8 +261,20 @@ def _quarantine(step_dir: Path) -> Path:
 
 
 def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Console,
-             force: bool) -> dict[str, Any]:
+             force: bool, launch: bool = True) -> dict[str, Any]:
     step_dir = run_dir / step
+    for up in UPSTREAM[step]:
+        if up in ADOPTERS:
+            try:
+                _adopt_prepared(up, plan, plan_dir, run_dir, console)
+            except StepError:
+                if launch:      # --no-launch prepares on top of a prepared step
+                    raise
+    if step in ADOPTERS and launch and not force:
+        try:
+            _adopt_prepared(step, plan, plan_dir, run_dir, console)
+        except StepError as exc:   # prepared but not launched yet: this run trains it
+            console.print(f"[yellow]![/] {step}: prepared for a launch by hand that has not finished ({exc})")
     inputs_hash = step_inputs_hash(step, plan, run_dir)
     if step_dir.exists():
         manifest = _read_manifest(step_dir)
@@ -237,7 +286,7 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
             console.print(f"[green]=[/] {step}: reused (inputs unchanged)")
             return {"step": step, "status": "reused", "wall_s": 0.0}
     for up in UPSTREAM[step]:
-        if _read_manifest(run_dir / up) is None:
+        if _read_manifest(run_dir / up) is None and (launch or _read_manifest(run_dir / up, "prepared") is None):
             raise StepError(f"step `{step}` needs the output of `{up}`, which is not in {run_dir}; "
                             f"run `craftc run {plan_dir} --until {up}` first")
 
@@ -247,20 +296,22 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
     tmp_dir.mkdir(parents=True)
     console.rule(f"[bold]{step}")
     ctx = StepContext(plan=plan, plan_dir=plan_dir, run_dir=run_dir, out_dir=tmp_dir,
-                      console=console, seed=plan.recipe.seed)
+                      console=console, seed=plan.recipe.seed, launch=launch)
     started = time.perf_counter()
     result = _load_step_function(step)(ctx)
     wall_s = round(time.perf_counter() - started, 3)
 
     files, outputs_hash = _outputs(tmp_dir)
+    prepared = step in ADOPTERS and not launch
     manifest = {
-        "step": step, "status": "complete", "inputs_hash": inputs_hash, "plan_hash": plan.content_hash,
+        "step": step, "status": "prepared" if prepared else "complete", "inputs_hash": inputs_hash, "plan_hash": plan.content_hash,
         "recipe": plan.recipe.name, "profile": plan.recipe.profile, "seed": plan.recipe.seed,
         "metrics": result.metrics, "outputs": files, "outputs_hash": outputs_hash,
         "versions": _versions(), "wall_s": wall_s,
+        # plan.json is every step's input; the rest are the artifacts this step read.
+        "plan_files": ["plan.json", *sorted(ctx.plan_files_read)],
     }
-    (tmp_dir / MANIFEST).write_text(json.dumps(manifest, sort_keys=True, indent=2, default=str) + "\n",
-                                    encoding="utf-8")
+    _write_manifest(tmp_dir, manifest)
     if step_dir.exists():
         old = run_dir / f".old-{step}"
         if old.exists():
@@ -270,13 +321,16 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
         shutil.rmtree(old)
     else:
         tmp_dir.rename(step_dir)
+    if prepared:
+        console.print(f"[green]✓[/] {step}: prepared for a launch by hand; then rerun `craftc run` to go on")
+        return {"step": step, "status": "prepared", "wall_s": wall_s}
     console.print(f"[green]✓[/] {step}: done in {wall_s:.1f}s")
     return {"step": step, "status": "ran", "wall_s": wall_s}
 
 
 def run_plan(plan_dir: Path | str, run_dir: Path | str | None = None, only: str | None = None,
              from_step: str | None = None, until: str | None = None, force: bool = False,
-             console: Console | None = None) -> int:
+             console: Console | None = None, launch: bool = True) -> int:
     """Run the selected steps of a plan; returns a process exit code.
 
     Example:
@@ -303,7 +357,7 @@ def run_plan(plan_dir: Path | str, run_dir: Path | str | None = None, only: str 
             if (plan_dir / "plan.json").read_bytes() != plan_bytes:
                 raise PlanError(f"`{plan_dir}/plan.json` changed while this run was in progress; "
                                 "rerun `craftc run` to continue with the new plan")
-            record.append(_run_one(step, plan, plan_dir, run_dir, console, force))
+            record.append(_run_one(step, plan, plan_dir, run_dir, console, force, launch))
     except StepError as exc:
         console.print(f"[bold red]error:[/] {exc}")
         return 1

@@ -32,6 +32,12 @@ class StepContext:
     out_dir: Path             # where this step writes (renamed to run_dir/<step> on success)
     console: Console
     seed: int
+    # Plan files this step read through `artifact()`; the runner records them in the
+    # step's manifest (`plan_files`), so a reviewer sees which step each file drives.
+    plan_files_read: set[str] = field(default_factory=set, compare=False)
+    # False under `craftc run --no-launch`: training steps write their step configs and
+    # print the launch commands instead of training (docs/training.md, the hand-off).
+    launch: bool = True
 
     def input_dir(self, step: str) -> Path:
         """The finished output directory of an earlier step."""
@@ -46,6 +52,7 @@ class StepContext:
     def artifact(self, relpath: str) -> Path:
         """A file the compiler rendered into the plan dir (prompts, configs, ...)."""
         path = self.plan_dir / relpath
+        self.plan_files_read.add(relpath)
         if not path.exists():
             raise StepError(
                 f"plan artifact `{relpath}` is missing from {self.plan_dir}; "

@@ -99,6 +99,8 @@ BLOCK_KEYS: dict[str, dict[str, Key]] = {
         "jobs_per_process": Key("int", "candidates one sandbox process may run in turn (1: a fresh "
                                 "process each; more is faster, and a candidate's changes to modules "
                                 "can reach later ones)", "1", low=1, high=1000),
+        "workers": Key("int", "sandbox processes running agent code at once, in the gate, GRPO rollouts "
+                       "and eval (a warning when above the machine's CPUs)", "2", low=1, high=256),
     },
     "gate.output": {
         "reject": Key("enum_list", "output problems rejected", "empty, incomplete, mismatch",

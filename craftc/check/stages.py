@@ -110,9 +110,11 @@ def _check_batch(s: Stage, block: Block | None, sink) -> None:
 
 def _check_mask(s: Stage, block: Block | None, sink) -> None:
     if "tool_outputs" not in s.mask:
-        sink.error("E507", f"stage `{s.name}` would train on tool outputs",
-                   setting_span(block, "mask"),
-                   f"add tool_outputs: `mask {', '.join(('tool_outputs', *s.mask))}`")
+        # A warning, not an error: the plan (and its diff) shows the masking spec, and the
+        # sft step's mask report proves the consequence and refuses to train.
+        sink.warning("W507", f"stage `{s.name}` would train on tool outputs; the sft step will refuse to train",
+                     setting_span(block, "mask"),
+                     f"add tool_outputs: `mask {', '.join(('tool_outputs', *s.mask))}`")
 
 
 def _check_model_shape(m: ModelSpec, block: Block, sink) -> None:

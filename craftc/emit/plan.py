@@ -95,7 +95,8 @@ def render_plan_files(recipe: Recipe, solution_sources: Mapping[str, str]) -> di
     files["specs/masking.json"] = _text(canonical_json(masking_spec(recipe)))
     files["specs/gates.json"] = _text(canonical_json(gates_spec(recipe)))
     files["specs/reward.json"] = _text(canonical_json(reward_spec(recipe)))
-    files["token_budget.json"] = _text(canonical_json(token_budget(recipe, prompts, turns)))
+    # For reviewers only (docs/plan-dir.md): no step runs from it.
+    files["review/token_budget.json"] = _text(canonical_json(token_budget(recipe, prompts, turns)))
     files.update(_solutions(recipe, solution_sources))
     for stage in recipe.stages:
         base = f"stages/{stage.name}"

@@ -90,11 +90,19 @@ def trl_config(recipe: Recipe, stage: Stage) -> dict:
         # (`activation_checkpointing` is transformers 5's name for it).
         "activation_checkpointing": not on_cpu,
         "logging_steps": 1,
+        "save_strategy": "steps",
         "save_steps": 500,
+        "save_total_limit": 2,
         "report_to": "none",
+        # Data is tokenized before the trainer sees it; worker processes only cost start-up.
+        "dataloader_num_workers": 0,
+        # The step prints its own progress; TRL's bars would interleave with it.
+        "disable_tqdm": True,
     }
     if stage.kind == "sft":
-        kwargs.update(max_length=stage.max_length, assistant_only_loss=True)
+        # No `assistant_only_loss`: the sft step builds the labels itself from
+        # specs/masking.json (TRL uses a `labels` column as it is).
+        kwargs.update(max_length=stage.max_length)
     else:
         kwargs.update(
             num_generations=stage.group,

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -23,9 +22,10 @@ from typing import Any
 
 from rich.progress import Progress
 
+from craftc.ir import BlockFormat
 from runtime.step_context import StepContext, StepError, StepResult
 
-__all__ = ["run_distill", "run_gate", "run_dataset", "API_FACTORY", "instances_per_workflow"]
+__all__ = ["run_distill", "run_gate", "run_dataset", "gated_recipe", "input_builder", "API_FACTORY", "instances_per_workflow"]
 
 API_FACTORY = "runtime.world.api:WarehouseApi"
 GATE_CHUNK = 64
@@ -99,7 +99,9 @@ def run_distill(ctx: StepContext) -> StepResult:
     per_workflow = instances_per_workflow(recipe.eval.instances, recipe.eval.holdout)
     con = duckdb.connect(str(_warehouse(ctx)), read_only=True)
     try:
-        instances = make_instances(recipe, con, ctx.seed, per_workflow, solution_root=ctx.plan_dir)
+        # Through ctx.artifact, so the manifest names every solution file the step read.
+        solutions = {turn.solution: ctx.artifact(turn.solution) for wf in recipe.workflows for turn in wf.turns}
+        instances = make_instances(recipe, con, ctx.seed, per_workflow, solution_sources=solutions)
     except (InstanceError, SolutionError) as err:
         raise StepError(str(err)) from None
     finally:
@@ -192,20 +194,34 @@ def relevant_params(reference_code: str, params: dict[str, Any]) -> dict[str, An
             if judge.judge(JudgeCase("", "", reference_code, {name: value})).passed}
 
 
+def gated_recipe(ctx: StepContext):
+    """The recipe as the gate runs it: gate order, settings and judges from ``specs/gates.json``.
+
+    The spec holds the judge ensemble resolved by the compiler (names to kinds, weights,
+    backends), so the gate never re-derives it from the recipe.
+    """
+    from craftc.ir import Gates, Judge
+
+    spec = json.loads(ctx.artifact("specs/gates.json").read_text(encoding="utf-8"))
+    judges = tuple(Judge.model_validate(j) for j in spec["judge"]["judges"])
+    gates = Gates.model_validate({**spec, "judge": {**spec["judge"], "judges": [j.name for j in judges]}})
+    return ctx.plan.recipe.model_copy(update={"gates": gates, "judges": judges})
+
+
 def run_gate(ctx: StepContext) -> StepResult:
     """Filter the distill step's candidates through the three gates."""
     from runtime.distill.funnel import build_funnel, dumps, funnel_markdown, print_funnel
     from runtime.distill.gates import sandbox_limits
-    from runtime.sandbox import SandboxError, SandboxPool
+    from runtime.sandbox import SandboxError, SandboxPool, sandbox_workers
     from runtime.workflows import warmup_jobs
 
-    recipe = ctx.plan.recipe
+    recipe = gated_recipe(ctx)
     distill = ctx.input_dir("distill")
     instances = json.loads((distill / "instances.json").read_text(encoding="utf-8"))
     candidates = _read_jsonl(distill / "candidates.jsonl")
     started = time.monotonic()
     try:
-        pool = SandboxPool(min(2, os.cpu_count() or 1), _warehouse(ctx), sandbox_limits(recipe), API_FACTORY,
+        pool = SandboxPool(sandbox_workers(recipe, ctx.console), _warehouse(ctx), sandbox_limits(recipe), API_FACTORY,
                            warmup=warmup_jobs(instances))
     except SandboxError as err:
         raise StepError(f"cannot start the sandbox for the execution gate: {err}") from None
@@ -247,6 +263,11 @@ def sandbox_record(pool, outcomes: list[dict]) -> dict:
 # ---------------------------------------------------------------- dataset
 
 
+def input_builder(ctx: StepContext) -> dict:
+    """``specs/input_builder.json``: which system prompt and turn template each input mode uses."""
+    return json.loads(ctx.artifact("specs/input_builder.json").read_text(encoding="utf-8"))
+
+
 def run_dataset(ctx: StepContext) -> StepResult:
     """Accepted trajectories -> stripped and stuffed datasets, eval instances, corpus."""
     from runtime.distill.datasets import (MODES, TOKEN_COUNTER, build_examples, corpus_text, dumps,
@@ -258,12 +279,14 @@ def run_dataset(ctx: StepContext) -> StepResult:
     accepted: dict[tuple[str, int], list[dict]] = defaultdict(list)
     for record in _read_jsonl(gate / "accepted.jsonl"):
         accepted[(record["instance_id"], record["turn"])].append(record)
-    systems = {mode: ctx.artifact(f"prompts/system_{mode}.md").read_text(encoding="utf-8") for mode in MODES}
+    builder = input_builder(ctx)
+    systems = {mode: ctx.artifact(builder["modes"][mode]["system_prompt"]).read_text(encoding="utf-8")
+               for mode in MODES}
     try:
-        templates = read_turn_templates(ctx.artifact("prompts/turn.md").read_text(encoding="utf-8"))
+        templates = read_turn_templates(ctx.artifact(builder["turn_template"]).read_text(encoding="utf-8"))
     except ValueError as err:
         raise StepError(str(err)) from None
-    examples = build_examples(instances, accepted, systems, templates, recipe.format)
+    examples = build_examples(instances, accepted, systems, templates, BlockFormat(**builder["format"]))
     if not examples["stripped"]:
         raise StepError("no accepted trajectory reached the dataset: every candidate was rejected; "
                         "see RUN_DIR/gate/funnel.md for the reasons")
@@ -272,8 +295,9 @@ def run_dataset(ctx: StepContext) -> StepResult:
         save_dataset(examples[mode], out / mode)
     held_out = [i for i in instances if i["split"] != "train"]
     (out / "eval_instances.json").write_text(dumps(held_out), encoding="utf-8")
-    ddl = ctx.plan_dir / "sql" / "logical_ddl.sql"
-    extra = [ddl.read_text(encoding="utf-8")] if ddl.is_file() else []
+    # The tokenizer of tiny_moe is trained on this corpus: the schema's logical DDL keeps
+    # the stuffed arm's tokens as cheap to encode as the stripped arm's.
+    extra = [ctx.artifact("sql/logical_ddl.sql").read_text(encoding="utf-8")]
     (out / "corpus.txt").write_text(corpus_text(systems, templates, instances, extra), encoding="utf-8")
     tokens = {mode: sum(e["n_tokens"] for e in examples[mode]) for mode in MODES}
     ctx.console.print(f"dataset: {len(examples['stripped'])} examples per mode; tokens {tokens}")

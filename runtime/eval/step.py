@@ -23,9 +23,8 @@ from runtime.agent import AgentTask, HFGenerator, TurnWording, load_tasks, run_e
 from runtime.eval.metrics import summarise
 from runtime.eval.scoring import score_episode
 
-__all__ = ["ARM_PROMPTS", "reference_frames", "evaluate_arm", "split_summaries", "run_eval"]
+__all__ = ["reference_frames", "evaluate_arm", "split_summaries", "run_eval"]
 
-ARM_PROMPTS = {"craft": "stripped", "sft_only": "stripped", "stuffed": "stuffed"}
 SPLIT_ORDER = ("eval_params", "eval_phrasings", "eval_workflows")
 
 
@@ -97,8 +96,11 @@ def cap_per_workflow(tasks: list, per_workflow: int) -> list:
 
 def run_eval(ctx):
     """Evaluate every arm of the recipe on the held-out instances."""
+    from craftc.ir import BlockFormat
+    from runtime.distill.step import input_builder
     from runtime.rewards import SchemaTerms
-    from runtime.sandbox import SandboxLimits, SandboxPool
+    from runtime.sandbox import SandboxLimits, SandboxPool, sandbox_workers
+    from runtime.train.stages import grpo_stage
     from runtime.step_context import StepError, StepResult
     from runtime.workflows import warmup_jobs
 
@@ -109,27 +111,31 @@ def run_eval(ctx):
     tasks = cap_per_workflow(load_tasks(instances), recipe.eval.instances)
     if not tasks:
         raise StepError(f"{instances} holds no held-out instances; raise `eval {{ holdout ... }}` in the recipe")
-    wording = TurnWording.from_file(ctx.artifact("prompts/turn.md"))
-    prompts = {mode: ctx.artifact(f"prompts/system_{mode}.md").read_text() for mode in ("stripped", "stuffed")}
+    # specs/input_builder.json says which input mode (system prompt) each arm gets.
+    builder = input_builder(ctx)
+    wording = TurnWording.from_file(ctx.artifact(builder["turn_template"]))
+    prompts = {arm: ctx.artifact(builder["modes"][mode]["system_prompt"]).read_text()
+               for arm, mode in builder["eval_arms"].items()}
+    fmt = BlockFormat(**builder["format"])
     terms = SchemaTerms.from_schema(recipe.schema_)
-    max_new = max((s.max_new_tokens for s in recipe.stages if s.kind == "grpo"), default=256)
+    max_new = grpo_stage(recipe).max_new_tokens
     models = {"craft": lambda: ctx.input_dir("grpo") / "final", "sft_only": lambda: _sft_model(ctx, "craft"),
               "stuffed": lambda: _sft_model(ctx, "stuffed")}
     (ctx.out_dir / "episodes").mkdir(parents=True, exist_ok=True)
     results = {}
     warmup = warmup_jobs(tasks)
-    with SandboxPool(2, ctx.input_dir("world") / "warehouse.duckdb", SandboxLimits(),
-                     "runtime.world.api:WarehouseApi", warmup=warmup) as sandbox:
+    with SandboxPool(sandbox_workers(recipe, ctx.console), ctx.input_dir("world") / "warehouse.duckdb",
+                     SandboxLimits(), "runtime.world.api:WarehouseApi", warmup=warmup) as sandbox:
         references = reference_frames(tasks, sandbox)
         for arm in recipe.eval.arms:
             ctx.console.print(f"eval: arm {arm} on {len(tasks)} instances")
-            episodes = evaluate_arm(arm, models[arm](), tasks, references, prompts[ARM_PROMPTS[arm]], sandbox,
-                                    recipe.format, recipe.eval.max_turns, wording, terms, max_new)
+            episodes = evaluate_arm(arm, models[arm](), tasks, references, prompts[arm], sandbox,
+                                    fmt, builder["max_turns"], wording, terms, max_new)
             _write_atomic(ctx.out_dir / "episodes" / f"{arm}.jsonl",
                           "".join(json.dumps(e.to_dict(), sort_keys=True) + "\n" for e in episodes))
             results[arm] = split_summaries(episodes, ctx.seed)
     report = {"arms": list(recipe.eval.arms), "instances": len(tasks), "results": results,
-              "prompts": ARM_PROMPTS, "stuffed_training": "sft step, the same stage settings on dataset/stuffed"}
+              "prompts": builder["eval_arms"], "stuffed_training": "sft step, the same stage settings on dataset/stuffed"}
     _write_atomic(ctx.out_dir / "eval.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
     flat = {f"{arm}.{m}": v["value"] for arm, r in results.items() for m, v in r["all"].items()}
     return StepResult(metrics=flat, outputs=("eval.json", *[f"episodes/{a}.jsonl" for a in results]))

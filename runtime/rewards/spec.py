@@ -8,7 +8,7 @@ TRL's ``reward_weights`` so that its logged ``reward`` is exactly ``R_total``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["COMPONENTS", "RewardSpec", "RewardSpecError"]
@@ -22,10 +22,12 @@ class RewardSpecError(ValueError):
 
 @dataclass(frozen=True)
 class RewardSpec:
+    """The plan's reward settings; every field comes from the plan (no defaults here)."""
+
     weights: dict[str, float]
-    aggregate: str = "normalized"
-    penalties: dict[str, float] = field(default_factory=dict)
-    step_rewards: bool = True
+    aggregate: str
+    penalties: dict[str, float]
+    step_rewards: bool
 
     def __post_init__(self) -> None:
         problems = [f"unknown component `{k}` (known: {', '.join(COMPONENTS)})"
@@ -62,20 +64,9 @@ class RewardSpec:
         """From the plan's ``specs/reward.json`` (weights as given, not the normalised copy)."""
         try:
             data = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise RewardSpecError(f"cannot read reward spec {path} ({exc}); recompile the plan") from None
-        weights = data.get("weights", data.get("components"))
-        if isinstance(weights, dict) and isinstance(weights.get("given"), dict):
-            weights = weights["given"]
-        if not isinstance(weights, dict):
-            raise RewardSpecError(f"{path}: no `weights` object; recompile the plan")
-        penalties = data.get("penalties", {})
-        if isinstance(penalties, list):
-            penalties = {p[0]: p[1] for p in penalties} if penalties and isinstance(penalties[0], list) else {
-                p["name"]: p["value"] for p in penalties}
-        return cls(
-            weights={k: float(v) for k, v in weights.items()},
-            aggregate=str(data.get("aggregate", "normalized")).replace("normalised", "normalized"),
-            penalties={k: float(v) for k, v in penalties.items()},
-            step_rewards=bool(data.get("step_rewards", True)),
-        )
+            return cls(weights={k: float(v) for k, v in data["weights"].items()}, aggregate=data["aggregate"],
+                       penalties={k: float(v) for k, v in data["penalties"].items()},
+                       step_rewards=bool(data["step_rewards"]))
+        except (OSError, json.JSONDecodeError, KeyError, AttributeError, TypeError) as exc:
+            raise RewardSpecError(f"cannot read reward spec {path} ({type(exc).__name__}: {exc}); "
+                                  "recompile the plan") from None

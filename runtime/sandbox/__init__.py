@@ -6,5 +6,6 @@ See docs/sandbox.md for the isolation layers and what each one guarantees.
 from .limits import SandboxError, SandboxLimits
 from .pool import SandboxPool
 from .result import ERROR_CLASSES, ExecResult
+from .sizing import sandbox_workers
 
-__all__ = ["ERROR_CLASSES", "ExecResult", "SandboxError", "SandboxLimits", "SandboxPool"]
+__all__ = ["ERROR_CLASSES", "ExecResult", "SandboxError", "SandboxLimits", "SandboxPool", "sandbox_workers"]

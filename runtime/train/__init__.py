@@ -1,7 +1,8 @@
 """Training: the embedded tiny MoE base model, masking proofs, Stage I SFT and launches.
 
 Heavy imports (torch, transformers, trl) happen inside the submodules' functions, so
-importing this package is cheap.
+importing this package is cheap. The trainers (`runtime.train.sft`, `runtime.train.grpo`)
+are not imported here: `accelerate launch -m runtime.train.sft` runs them as __main__.
 """
 
 from runtime.train.accelerate_configs import (
@@ -10,9 +11,8 @@ from runtime.train.accelerate_configs import (
     accelerate_config,
     write_accelerate_config,
 )
-from runtime.train.launch import LaunchError, PreflightError, accelerate_command, preflight, run_launch
+from runtime.train.launch import LaunchError, PreflightError, launch_stage, preflight, run_launch, stage_command
 from runtime.train.masking import MaskingError, check_masking, mask_report, write_mask_report
-from runtime.train.sft import SFTSetupError, sft_config_from_plan, train_sft
 from runtime.train.tiny_moe import CHAT_TEMPLATE, DEFAULT_SPEC, TinyMoeSpecError, build_tiny_moe
 
 __all__ = [
@@ -23,17 +23,15 @@ __all__ = [
     "LaunchError",
     "MaskingError",
     "PreflightError",
-    "SFTSetupError",
     "TinyMoeSpecError",
-    "accelerate_command",
     "accelerate_config",
     "build_tiny_moe",
     "check_masking",
     "mask_report",
     "preflight",
     "run_launch",
-    "sft_config_from_plan",
-    "train_sft",
+    "stage_command",
+    "launch_stage",
     "write_accelerate_config",
     "write_mask_report",
 ]

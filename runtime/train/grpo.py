@@ -17,8 +17,14 @@ come from the plan's reward spec (normalised when the recipe says ``normalized``
 so TRL's logged ``reward`` is ``R_total`` as optimised and ``rewards/<c>/mean`` is
 each component.
 
-Runs as a step (``run_grpo(ctx)``) or alone / under ``accelerate launch``:
-``python -m runtime.train.grpo --config CONFIG.json``.
+Everything it runs from comes from the plan dir: the stage's ``trl_config.json`` is
+passed to ``GRPOConfig`` unchanged; the reward spec, the system prompt and turn
+wording (``specs/input_builder.json``), the masking spec (tool turns are never
+trained) and the sandbox's worker count are read there too. The ``grpo`` step writes
+a step config (model, instances, warehouse and output dirs, relative to itself) and
+runs the plan's ``stages/<stage>/launch.sh`` with it, like SFT:
+``python -m runtime.train.grpo --plan-dir PLAN --stage grpo --config STEP_CONFIG.json``
+under ``accelerate launch``.
 """
 
 from __future__ import annotations
@@ -28,13 +34,12 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["GRPOSetupError", "GRPOJob", "build_rows", "make_reward_funcs", "make_rollout_func",
-           "grpo_config", "train_grpo", "measure", "run_grpo", "main"]
+           "grpo_config", "train_grpo", "measure", "run_grpo", "adopt_grpo_step", "main"]
 
 
 class GRPOSetupError(ValueError):
@@ -43,7 +48,7 @@ class GRPOSetupError(ValueError):
 
 @dataclass
 class GRPOJob:
-    """Everything one GRPO run needs, as plain data (the ``--config`` JSON)."""
+    """Everything one GRPO run needs, as plain data: the plan's parts and the step's paths."""
 
     model_dir: str
     instances: str                  # JSON file of training instances (the dataset step's format)
@@ -51,30 +56,60 @@ class GRPOJob:
     out_dir: str
     system_prompt: str
     reward: dict                    # RewardSpec fields: weights, aggregate, penalties, step_rewards
-    stage: dict = field(default_factory=dict)     # the plan's Stage (max_turns, group, steps, lr, ...)
-    trl: dict = field(default_factory=dict)       # stages/<stage>/trl_config.json
-    wording: dict = field(default_factory=dict)   # {"user": ..., "tool": ...}
-    fmt: dict = field(default_factory=dict)       # block tag names
+    stage: dict                     # the plan's Stage (max_turns, group, max_new_tokens, temperature, ...)
+    trl: dict                       # stages/<stage>/trl_config.json, for GRPOConfig as it is
+    wording: dict                   # {"user": ..., "tool": ...}
+    fmt: dict                       # block tag names
+    workers: int                    # sandbox workers (gate execution { workers })
+    seed: int
     schema: dict | None = None                    # craftc.ir.Schema as JSON, for consistency/judge
     api_factory: str = "runtime.world.api:WarehouseApi"
     max_rows: int = 64                            # training rows kept (instances x turns)
     measure_rows: int = 32                        # training rows measured before and after
-    seed: int = 0
+
+    STEP_KEYS = ("model_dir", "instances", "warehouse", "out_dir")
 
     @classmethod
-    def from_json(cls, path: str | Path) -> "GRPOJob":
+    def from_plan(cls, plan_dir: str | Path, stage_name: str, config: str | Path) -> "GRPOJob":
+        """The job of plan stage ``stage_name`` with the step config's paths (relative to the config)."""
+        from runtime.agent import TurnWording
+        from runtime.plan import PlanError, load_plan
+
+        plan_dir, config = Path(plan_dir), Path(config)
         try:
-            data = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise GRPOSetupError(f"cannot read GRPO config {path} ({exc})") from None
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(data) - known)
-        missing = sorted(k for k in ("model_dir", "instances", "warehouse", "out_dir", "system_prompt", "reward")
-                         if k not in data)
-        if unknown or missing:
-            raise GRPOSetupError(f"GRPO config {path}: " + "; ".join(
-                ([f"unknown keys {unknown}"] if unknown else []) + ([f"missing keys {missing}"] if missing else [])))
-        return cls(**data)
+            recipe = load_plan(plan_dir).recipe
+            step = json.loads(config.read_text(encoding="utf-8"))
+            builder = json.loads((plan_dir / "specs" / "input_builder.json").read_text(encoding="utf-8"))
+            masking = json.loads((plan_dir / "specs" / "masking.json").read_text(encoding="utf-8"))
+            trl = json.loads((plan_dir / "stages" / stage_name / "trl_config.json").read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError, PlanError) as exc:
+            raise GRPOSetupError(f"cannot read the GRPO job from plan `{plan_dir}` and config `{config}`: "
+                                 f"{exc}") from None
+        stage = next((s for s in recipe.stages if s.name == stage_name and s.kind == "grpo"), None)
+        problems = [f"step config {config}: missing keys {[k for k in cls.STEP_KEYS if k not in step]}"
+                    ] if any(k not in step for k in cls.STEP_KEYS) else []
+        if stage is None:
+            problems.append(f"plan `{plan_dir}` has no grpo stage named `{stage_name}`")
+        elif masking["stages"][stage_name]["roles"]["tool"] != "masked":
+            problems.append(f"stage `{stage_name}`: specs/masking.json trains tool turns; GRPO never trains tool "
+                            "output (add `tool_outputs` to the stage's `mask`)")
+        if problems:
+            raise GRPOSetupError("; ".join(problems))
+        from runtime.rewards import RewardSpec
+
+        spec = RewardSpec.from_json(plan_dir / "specs" / "reward.json")
+        wording = TurnWording.from_file(plan_dir / builder["turn_template"])
+        mode = builder["stages"][stage_name]
+        root = config.resolve().parent
+        return cls(
+            **{key: str(root / step[key]) for key in cls.STEP_KEYS},
+            system_prompt=(plan_dir / builder["modes"][mode]["system_prompt"]).read_text(encoding="utf-8"),
+            reward={"weights": spec.weights, "aggregate": spec.aggregate, "penalties": spec.penalties,
+                    "step_rewards": spec.step_rewards},
+            stage=stage.model_dump(mode="json"), trl=trl, wording={"user": wording.user, "tool": wording.tool},
+            fmt=builder["format"], workers=recipe.gates.execution.workers, seed=recipe.seed,
+            schema=recipe.schema_.model_dump(mode="json"),
+        )
 
 
 # ---------------------------------------------------------------- data
@@ -119,8 +154,8 @@ def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict]:
 
     from craftc.ir import BlockFormat
 
-    wording = TurnWording(**job.wording) if job.wording else TurnWording()
-    fmt = BlockFormat(**job.fmt) if job.fmt else BlockFormat()
+    wording = TurnWording(**job.wording)
+    fmt = BlockFormat(**job.fmt)
     rows, references = [], {}
     for task in tasks:
         messages = [{"role": "system", "content": job.system_prompt}]
@@ -148,8 +183,8 @@ def completion_room(job: GRPOJob, tokenizer, tasks) -> dict:
     from craftc.ir import BlockFormat
     from runtime.distill.blocks import format_turn
 
-    fmt = BlockFormat(**job.fmt) if job.fmt else BlockFormat()
-    limit = int(job.stage.get("max_new_tokens", 256))
+    fmt = BlockFormat(**job.fmt)
+    limit = job.stage["max_new_tokens"]
     lengths = sorted(len(tokenizer(format_turn("Follow the plan.", turn.reference_plan, turn.reference_code, fmt),
                                    add_special_tokens=False)["input_ids"])
                      for task in tasks for turn in task.turns)
@@ -186,15 +221,14 @@ def make_rollout_func(job: GRPOJob, tokenizer, sandbox, references: dict):
     from craftc.ir import BlockFormat
     from runtime.agent import AgentTask, HFGenerator, TaskTurn, TurnWording, run_episodes
 
-    wording = TurnWording(**job.wording) if job.wording else TurnWording()
-    fmt = BlockFormat(**job.fmt) if job.fmt else BlockFormat()
-    max_turns = int(job.stage.get("max_turns", 3))
+    wording = TurnWording(**job.wording)
+    fmt = BlockFormat(**job.fmt)
+    max_turns = job.stage["max_turns"]
 
     def rollout(prompts, trainer):
         model = trainer.accelerator.unwrap_model(trainer.model)
-        generate = HFGenerator(model, tokenizer, max_new_tokens=int(job.stage.get("max_new_tokens", 256)),
-                               do_sample=True, temperature=float(job.stage.get("temperature", 1.0)),
-                               batch_size=len(prompts))
+        generate = HFGenerator(model, tokenizer, max_new_tokens=job.stage["max_new_tokens"],
+                               do_sample=True, temperature=job.stage["temperature"], batch_size=len(prompts))
         tasks = [AgentTask(id=str(i), workflow="", turns=(TaskTurn(ask=p[-1]["content"]),)) for i, p in enumerate(prompts)]
         by_task: dict[int, list] = {i: [] for i in range(len(prompts))}
         episodes = run_episodes(generate, tasks, "", sandbox, fmt, max_turns, wording,
@@ -269,26 +303,15 @@ def make_reward_funcs(spec, references: dict, terms=None) -> list:
 # ---------------------------------------------------------------- config and training
 
 
-def grpo_config(job: GRPOJob, spec, n_rows: int):
-    """The ``GRPOConfig``: the plan's TRL settings, CPU-safe when there is no GPU."""
-    import torch
+def grpo_config(job: GRPOJob):
+    """``GRPOConfig(**trl_config)``: the plan's TRL settings as compiled, plus the output dir."""
     from trl import GRPOConfig
 
-    group = int(job.stage.get("group", 4))
-    settings = {
-        "learning_rate": float(job.stage.get("lr", 1e-5)), "num_generations": group,
-        "per_device_train_batch_size": group, "max_steps": int(job.stage.get("steps") or 10),
-        "max_completion_length": int(job.stage.get("max_new_tokens", 256)) * int(job.stage.get("max_turns", 3)),
-        "temperature": float(job.stage.get("temperature", 1.0)), "beta": float(job.stage.get("beta", 0.0)),
-        "logging_steps": 1, "save_steps": 50, "save_total_limit": 2, "seed": job.seed,
-        "report_to": "none", "dataloader_num_workers": 0,
-    }
-    allowed = set(GRPOConfig.__dataclass_fields__)
-    settings.update({k: v for k, v in job.trl.items() if k in allowed and k != "output_dir"})
-    settings["reward_weights"] = spec.trl_weights
-    if not torch.cuda.is_available():
-        settings.update(use_cpu=True, bf16=False, fp16=False, gradient_checkpointing=False)
-    return GRPOConfig(output_dir=str(Path(job.out_dir) / "checkpoints"), **settings)
+    try:
+        return GRPOConfig(output_dir=str(Path(job.out_dir) / "checkpoints"), **job.trl)
+    except TypeError as exc:
+        raise GRPOSetupError(f"the plan's trl_config.json does not fit this TRL version: {exc}; "
+                             "recompile the recipe with the craft installed here") from None
 
 
 def _last_checkpoint(path: Path) -> str | None:
@@ -311,14 +334,14 @@ def measure(job: GRPOJob, model, tokenizer, sandbox, rows: list[dict], reference
     from runtime.rewards import score_turn
 
     spec = _spec(job)
-    wording = TurnWording(**job.wording) if job.wording else TurnWording()
-    generate = HFGenerator(model, tokenizer, max_new_tokens=int(job.stage.get("max_new_tokens", 256)), batch_size=8,
-                           do_sample=samples > 0, temperature=float(job.stage.get("temperature", 1.0)))
+    wording = TurnWording(**job.wording)
+    generate = HFGenerator(model, tokenizer, max_new_tokens=job.stage["max_new_tokens"], batch_size=8,
+                           do_sample=samples > 0, temperature=job.stage["temperature"])
     rows = [row for row in rows for _ in range(max(samples, 1))]
     tasks = [AgentTask(id=r["reference_key"], workflow="", turns=(TaskTurn(ask=r["ask"]),)) for r in rows]
     torch.manual_seed(job.seed)
-    episodes = run_episodes(generate, tasks, "", sandbox, BlockFormat(**job.fmt) if job.fmt else None,
-                            int(job.stage.get("max_turns", 3)), wording, prefixes=[r["prompt"] for r in rows])
+    episodes = run_episodes(generate, tasks, "", sandbox, BlockFormat(**job.fmt), job.stage["max_turns"], wording,
+                            prefixes=[r["prompt"] for r in rows])
     sums: dict[str, float] = {}
     for row, episode in zip(rows, episodes):
         ctx = _context(row["params_json"], row["expectations_json"], references.get(row["reference_key"]), terms)
@@ -355,8 +378,15 @@ def _plot_curves(log_history: list[dict], components: tuple[str, ...], out: Path
     return written
 
 
+def _is_main_process() -> bool:
+    return os.environ.get("RANK", "0") == "0"
+
+
 def train_grpo(job: GRPOJob) -> dict:
     """Train, measure before/after, save ``final``, ``metrics.jsonl`` and reward curves.
+
+    Under ``accelerate launch`` with several processes every rank rolls out its share
+    of each step (its own sandbox pool) and measures; rank 0 writes the outputs.
 
     Returns:
         The summary written to ``grpo_summary.json``.
@@ -375,23 +405,24 @@ def train_grpo(job: GRPOJob) -> dict:
     if not (Path(job.model_dir) / "config.json").is_file():
         raise GRPOSetupError(f"no model in {job.model_dir}; run the sft step first")
     spec, terms = _spec(job), _terms(job)
+    args = grpo_config(job)
     torch.manual_seed(job.seed)
     tokenizer = AutoTokenizer.from_pretrained(job.model_dir)
     tasks = load_training_tasks(job)
     room = completion_room(job, tokenizer, tasks)
-    if "warning" in room:
+    if "warning" in room and _is_main_process():
         print(f"warning: {room['warning']}", file=sys.stderr)
-    model = AutoModelForCausalLM.from_pretrained(job.model_dir, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(job.model_dir, dtype=torch.bfloat16 if args.bf16 else torch.float32)
     started = time.time()
     warmup = warmup_jobs(tasks)
-    with SandboxPool(2, job.warehouse, SandboxLimits(), job.api_factory, warmup=warmup) as sandbox:
+    group = job.stage["group"]
+    with SandboxPool(job.workers, job.warehouse, SandboxLimits(), job.api_factory, warmup=warmup) as sandbox:
         rows, references = build_rows(job, sandbox, tasks)
         probe = rows[: job.measure_rows]
-        group = int(job.stage.get("group", 4))
         before = measure(job, model, tokenizer, sandbox, probe, references, terms)
         before_sampled = measure(job, model, tokenizer, sandbox, probe, references, terms, samples=group)
         trainer = GRPOTrainer(
-            model=model, processing_class=tokenizer, args=grpo_config(job, spec, len(rows)),
+            model=model, processing_class=tokenizer, args=args,
             reward_funcs=make_reward_funcs(spec, references, terms), train_dataset=Dataset.from_list(rows),
             rollout_func=make_rollout_func(job, tokenizer, sandbox, references),
         )
@@ -399,92 +430,111 @@ def train_grpo(job: GRPOJob) -> dict:
         after = measure(job, trainer.model, tokenizer, sandbox, probe, references, terms)
         after_sampled = measure(job, trainer.model, tokenizer, sandbox, probe, references, terms, samples=group)
     history = trainer.state.log_history
-    with open(out / "metrics.jsonl.tmp", "w") as fh:
-        for entry in history:
-            fh.write(json.dumps(entry, sort_keys=True) + "\n")
-    os.replace(out / "metrics.jsonl.tmp", out / "metrics.jsonl")
-    tmp = Path(tempfile.mkdtemp(prefix=".final.", dir=out))
+    # Every rank takes part in saving (sharded weights are gathered); rank 0 writes.
+    tmp = out / ".final.tmp"
     trainer.save_model(str(tmp))
-    tokenizer.save_pretrained(str(tmp))
-    if (out / "final").exists():
-        shutil.rmtree(out / "final")
-    os.replace(tmp, out / "final")
     summary = {
         "steps": trainer.state.global_step, "rows": len(rows), "measured_rows": len(probe),
+        "world_size": trainer.args.world_size,
         "reward_weights": dict(zip(spec.components, spec.trl_weights)), "aggregate": spec.aggregate,
         "before": before, "after": after, "sampled_per_row": group,
         "before_sampled": before_sampled, "after_sampled": after_sampled,
         "wall_s": round(time.time() - started, 1), "completion_room": room,
-        "plots": _plot_curves(history, spec.components, out),
     }
-    _write_json(out / "grpo_summary.json", summary)
+    if trainer.is_world_process_zero():
+        with open(out / "metrics.jsonl.tmp", "w") as fh:
+            for entry in history:
+                fh.write(json.dumps(entry, sort_keys=True) + "\n")
+        os.replace(out / "metrics.jsonl.tmp", out / "metrics.jsonl")
+        tokenizer.save_pretrained(str(tmp))
+        if (out / "final").exists():
+            shutil.rmtree(out / "final")
+        os.replace(tmp, out / "final")
+        summary["plots"] = _plot_curves(history, spec.components, out)
+        _write_json(out / "grpo_summary.json", summary)
     return summary
 
 
 # ---------------------------------------------------------------- step and CLI
 
 
-def job_from_context(ctx) -> GRPOJob:
-    """Assemble the job from the plan dir and the earlier steps' outputs."""
-    from runtime.agent import TurnWording
-
-    recipe = ctx.plan.recipe
-    stage = next((s for s in recipe.stages if s.kind == "grpo"), None)
-    if stage is None:
-        raise GRPOSetupError("the recipe has no grpo stage; add `stage grpo { from sft ... }`")
-    sft_final = ctx.input_dir("sft") / "craft" / "final"
-    # The gate step keeps every instance with its split; GRPO trains on `train` only,
-    # so held-out instances never shape the policy.
-    all_instances = json.loads((ctx.input_dir("gate") / "instances.json").read_text())
-    instances = Path(ctx.out_dir) / "train_instances.json"
-    _write_json(instances, [i for i in all_instances if i.get("split", "train") == "train"])
-    trl_path = ctx.plan_dir / "stages" / stage.name / "trl_config.json"
-    wording = TurnWording.from_file(ctx.artifact("prompts/turn.md"))
-    from runtime.rewards import RewardSpec
-    spec = RewardSpec.from_ir(recipe.reward)
-    return GRPOJob(
-        model_dir=str(sft_final), instances=str(instances),
-        warehouse=str(ctx.input_dir("world") / "warehouse.duckdb"), out_dir=str(ctx.out_dir),
-        system_prompt=ctx.artifact("prompts/system_stripped.md").read_text(),
-        reward={"weights": spec.weights, "aggregate": spec.aggregate, "penalties": spec.penalties,
-                "step_rewards": spec.step_rewards},
-        stage=stage.model_dump(mode="json"), trl=json.loads(trl_path.read_text()) if trl_path.is_file() else {},
-        wording={"user": wording.user, "tool": wording.tool}, fmt=recipe.format.model_dump(mode="json", exclude={"span"}),
-        schema=recipe.schema_.model_dump(mode="json"), seed=ctx.seed,
-    )
+STEP_CONFIG = "grpo_config.json"
 
 
 def run_grpo(ctx):
-    """The ``grpo`` step: GRPO from the SFT checkpoint into ``RUN_DIR/grpo``."""
-    from runtime.step_context import StepError, StepResult
+    """The ``grpo`` step: GRPO from the SFT checkpoint into ``RUN_DIR/grpo``, through ``launch.sh``."""
+    from runtime.step_context import StepResult
+    from runtime.train.launch import launch_stage
+    from runtime.train.stages import grpo_stage
 
-    try:
-        job = job_from_context(ctx)
-        _write_json(Path(ctx.out_dir) / "config.json", job.__dict__)
-        summary = train_grpo(job)
-    except GRPOSetupError as exc:
-        raise StepError(str(exc)) from None
-    metrics = {"steps": summary["steps"], "wall_s": summary["wall_s"],
-               **{f"before_{k}": v for k, v in summary["before"].items() if k in ("total", "exec_success")},
-               **{f"after_{k}": v for k, v in summary["after"].items() if k in ("total", "exec_success")},
-               **{f"{when}_sampled_{k}": summary[f"{when}_sampled"][k] for when in ("before", "after")
-                  for k in ("total", "exec_success")}}
-    return StepResult(metrics=metrics, outputs=("final", "metrics.jsonl", "grpo_summary.json", *summary["plots"]))
+    stage = grpo_stage(ctx.plan.recipe)
+    # The plan files the trainer reads (GRPOJob.from_plan), named in this step's manifest.
+    builder = json.loads(ctx.artifact("specs/input_builder.json").read_text(encoding="utf-8"))
+    for rel in (builder["turn_template"], builder["modes"][builder["stages"][stage.name]]["system_prompt"],
+                "specs/reward.json", "specs/masking.json", f"stages/{stage.name}/trl_config.json"):
+        ctx.artifact(rel)
+    # The gate step keeps every instance with its split; GRPO trains on `train` only,
+    # so held-out instances never shape the policy.
+    all_instances = json.loads((ctx.input_dir("gate") / "instances.json").read_text())
+    _write_json(ctx.out_dir / "train_instances.json", [i for i in all_instances if i.get("split", "train") == "train"])
+    ctx.input_dir("sft")
+    # Paths relative to this config's directory: the run dir can move to another machine.
+    _write_json(ctx.out_dir / STEP_CONFIG, {"model_dir": "../sft/craft/final", "instances": "train_instances.json",
+                                            "warehouse": "../world/warehouse.duckdb", "out_dir": "."})
+    command = launch_stage(ctx, "grpo", stage.name, ctx.out_dir / STEP_CONFIG)
+    if not ctx.launch:
+        return StepResult(metrics={"launch": "manual", "commands": {"grpo": command}})
+    return StepResult(metrics={"launch": "step", "commands": {"grpo": command}, **_summary_metrics(ctx.out_dir)},
+                      outputs=("final", "metrics.jsonl", "grpo_summary.json"))
+
+
+def _summary_metrics(step_dir: Path) -> dict:
+    from runtime.step_context import StepError
+
+    path = step_dir / "grpo_summary.json"
+    if not (path.is_file() and (step_dir / "final").is_dir()):
+        raise StepError(f"GRPO left no {path.name} and final/ in {step_dir}; run the stage's launch.sh with "
+                        f"{step_dir / STEP_CONFIG} first, or rerun the grpo step")
+    summary = json.loads(path.read_text())
+    return {"steps": summary["steps"], "wall_s": summary["wall_s"], "world_size": summary["world_size"],
+            **{f"before_{k}": v for k, v in summary["before"].items() if k in ("total", "exec_success")},
+            **{f"after_{k}": v for k, v in summary["after"].items() if k in ("total", "exec_success")},
+            **{f"{when}_sampled_{k}": summary[f"{when}_sampled"][k] for when in ("before", "after")
+               for k in ("total", "exec_success")}}
+
+
+def adopt_grpo_step(ctx, step_dir: Path) -> dict:
+    """The metrics of a grpo step prepared with `--no-launch` and trained by hand."""
+    manifest = json.loads((step_dir / "manifest.json").read_text(encoding="utf-8"))
+    return {**manifest["metrics"], **_summary_metrics(step_dir)}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m runtime.train.grpo --config CONFIG.json`` (also under ``accelerate launch``)."""
+    """``python -m runtime.train.grpo --plan-dir PLAN --stage NAME --config STEP_CONFIG.json``."""
     parser = argparse.ArgumentParser(prog="python -m runtime.train.grpo", description=__doc__.split("\n")[0])
-    parser.add_argument("--config", required=True, help="GRPO job JSON (see GRPOJob)")
+    parser.add_argument("--plan-dir", required=True, help="the compiled plan dir")
+    parser.add_argument("--stage", required=True, help="the grpo stage's name in the plan")
+    parser.add_argument("--config", required=True, help="step config JSON: model_dir, instances, warehouse, out_dir")
     args = parser.parse_args(argv)
     try:
-        summary = train_grpo(GRPOJob.from_json(args.config))
+        summary = train_grpo(GRPOJob.from_plan(args.plan_dir, args.stage, args.config))
     except GRPOSetupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(json.dumps({k: summary[k] for k in ("steps", "before", "after", "before_sampled", "after_sampled")},
-                     sort_keys=True))
+    if _is_main_process():
+        print(json.dumps({k: summary[k] for k in ("steps", "before", "after", "before_sampled", "after_sampled")},
+                         sort_keys=True))
+    _end_distributed()
     return 0
+
+
+def _end_distributed() -> None:
+    """Leave the process group cleanly (see runtime.train.sft): every rank waits, then tears down."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

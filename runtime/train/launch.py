@@ -1,12 +1,12 @@
-"""Launch a training step under `accelerate launch`, after a preflight that takes seconds.
+"""Launch a training stage through the plan's `launch.sh`, after a preflight that takes seconds.
 
-The whole command is built by one function (`accelerate_command`) and printed before it
-runs, so what ran is always visible and can be pasted into a shell or a `launch.sh`.
+The command a step runs is the plan's own `stages/<stage>/launch.sh STEP_CONFIG.json`
+(which runs `accelerate launch` with the plan's accelerate config): printed before it
+runs, and the same command a user runs by hand on a cluster.
 
 Example:
-    >>> cmd = accelerate_command("acc.yaml", 2, "runtime.train.sft", "sft.json")
-    >>> cmd[-6:]
-    ['--num_processes', '2', '-m', 'runtime.train.sft', '--config', 'sft.json']
+    >>> stage_command("build/ads/stages/sft/launch.sh", "runs/ads/sft/craft_config.json")
+    ['bash', 'build/ads/stages/sft/launch.sh', 'runs/ads/sft/craft_config.json']
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import sys
 from collections import deque
 from pathlib import Path
 
-__all__ = ["LaunchError", "PreflightError", "accelerate_command", "preflight", "run_launch"]
+__all__ = ["LaunchError", "PreflightError", "launch_env", "launch_stage", "preflight", "run_launch",
+           "stage_command"]
 
 _GPU_MODES = ("ddp", "fsdp2", "zero3")
 
@@ -32,37 +33,34 @@ class PreflightError(RuntimeError):
     """The step cannot run here: missing model, devices or rollout engine."""
 
 
-def _accelerate_prefix() -> list[str]:
-    # The console script next to this interpreter, so a venv works without activation.
-    script = Path(sys.executable).parent / "accelerate"
-    if script.is_file():
-        return [str(script), "launch"]
-    return [sys.executable, "-m", "accelerate.commands.accelerate_cli", "launch"]
+def stage_command(launch_script: str | os.PathLike, step_config: str | os.PathLike) -> list[str]:
+    """`bash PLAN/stages/<stage>/launch.sh STEP_CONFIG.json` as an argv list."""
+    return ["bash", str(launch_script), str(step_config)]
 
 
-def accelerate_command(
-    accelerate_config_path: str | os.PathLike,
-    num_processes: int,
-    script_module: str,
-    config_path: str | os.PathLike,
-    machine_rank: int | None = None,
-) -> list[str]:
-    """Build `accelerate launch --config_file C --num_processes N -m MODULE --config J`.
+def launch_env() -> dict[str, str]:
+    """The environment a launch runs in: this interpreter's `accelerate` first on PATH,
+    so a virtual environment works without being activated."""
+    bin_dir = str(Path(sys.executable).parent)
+    return {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+            "TOKENIZERS_PARALLELISM": "false"}
 
-    Args:
-        accelerate_config_path: YAML from `write_accelerate_config`.
-        num_processes: Total processes over all machines.
-        script_module: Python module to run in each process (e.g. `runtime.train.sft`).
-        config_path: The step's JSON config, passed on as `--config`.
-        machine_rank: This node's rank on multi-node runs (overrides the YAML's 0).
+
+def launch_stage(ctx, step: str, stage_name: str, step_config: Path) -> list[str]:
+    """Run the stage's `launch.sh` with a step config (or, under `--no-launch`, print it).
 
     Returns:
-        The argv list; `shlex.join` it to print.
+        The command as it reads once the step dir is in place (for the step's metrics).
     """
-    cmd = _accelerate_prefix() + ["--config_file", str(accelerate_config_path)]
-    if machine_rank is not None:
-        cmd += ["--machine_rank", str(machine_rank)]
-    return cmd + ["--num_processes", str(num_processes), "-m", script_module, "--config", str(config_path)]
+    script = ctx.artifact(f"stages/{stage_name}/launch.sh")
+    ctx.artifact(f"stages/{stage_name}/accelerate.yaml")      # read by accelerate, through launch.sh
+    if ctx.launch:
+        run_launch(stage_command(script, step_config), env=launch_env())
+    # The step dir is renamed into place when the step ends: name the config where it will be.
+    final = stage_command(script, ctx.run_dir / step / step_config.relative_to(ctx.out_dir))
+    if not ctx.launch:
+        ctx.console.print(f"launch by hand: {shlex.join(final)}")
+    return final
 
 
 def run_launch(cmd: list[str], cwd: str | os.PathLike | None = None, env: dict | None = None,
@@ -70,7 +68,7 @@ def run_launch(cmd: list[str], cwd: str | os.PathLike | None = None, env: dict |
     """Print `cmd`, run it streaming its output, and raise if it fails.
 
     Args:
-        cmd: From `accelerate_command`.
+        cmd: From `stage_command`.
         cwd: Working directory (the project root, so `-m runtime...` resolves).
         env: Extra environment variables.
         tail_lines: How many last output lines the error message repeats.

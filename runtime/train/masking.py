@@ -1,12 +1,15 @@
-"""Prove which tokens SFT trains on, before training starts.
+"""Which tokens SFT trains on: labels from the plan's masking spec, proven before training.
 
-TRL builds SFT labels from `apply_chat_template(..., return_assistant_tokens_mask=True)`:
-a token is trained iff the chat template rendered it inside `{% generation %}`. This
-module renders examples through that same call, attributes every token to the message
-(and so the role) it came from, and counts trainable vs masked tokens per role.
-`check_masking` then fails the run if any system, user or tool token would be trained:
+The plan's `specs/masking.json` says, per stage, which chat roles are trained. This
+module renders each conversation with `apply_chat_template(...,
+return_assistant_tokens_mask=True)`, attributes every token to the message (and so the
+role) it came from, and trains a token iff its role is trained: assistant output is
+what the chat template marks with `{% generation %}`; system and user messages are
+trained only when the stage's `mask` leaves them out. `labels_for` builds the labels
+SFT trains on; `mask_report` counts trainable vs masked tokens per role with the same
+rule, and `check_masking` fails the run if any tool-output token would be trained:
 tool outputs (dataframe previews, ids, timestamps) must never be learned as if the
-model had produced them.
+model had produced them, whatever the recipe says.
 
 Attribution uses character offsets: the template is prefix-preserving, so rendering
 `messages[:i+1]` gives the exact end of message `i` in the full text, and the fast
@@ -29,15 +32,19 @@ from pathlib import Path
 __all__ = [
     "MaskingError",
     "attribute_tokens",
+    "apply_roles",
     "check_masking",
+    "labels_for",
     "mask_report",
     "render_marked",
     "write_mask_report",
 ]
 
-# Roles whose tokens must never be trainable. "template" covers text that belongs to no
-# message (e.g. a trailing generation prompt).
-FORBIDDEN_ROLES = ("system", "user", "tool", "template")
+# Roles whose tokens are never trainable, whatever the masking spec says. "template"
+# covers text that belongs to no message (e.g. a trailing generation prompt).
+NEVER_TRAINED = ("tool", "template")
+# The masking spec when none is given: assistant output only.
+ASSISTANT_ONLY = {"assistant": "trained", "system": "masked", "tool": "masked", "user": "masked"}
 _MAX_SPAN_CHARS = 120
 
 
@@ -100,6 +107,38 @@ def attribute_tokens(tokenizer, messages: list[dict]) -> list[dict]:
     return tokens
 
 
+def apply_roles(tokens: list[dict], roles: dict[str, str]) -> list[dict]:
+    """Set `trained` on system, user and tool tokens whose role the masking spec trains.
+
+    Other tokens keep the chat template's mask, so a template that marks a masked role
+    inside `{% generation %}` still shows up as trainable (and `check_masking` fails).
+
+    Example:
+        >>> toks = [{"role": "user", "trained": False}, {"role": "assistant", "trained": True}]
+        >>> [t["trained"] for t in apply_roles(toks, {"user": "trained", "assistant": "trained"})]
+        [True, True]
+    """
+    return [{**tok, "trained": True} if tok["role"] in ("system", "user", "tool") and roles.get(tok["role"]) == "trained"
+            else tok for tok in tokens]
+
+
+def labels_for(tokenizer, messages: list[dict], roles: dict[str, str]) -> dict[str, list[int]]:
+    """`{"input_ids", "labels"}` of one conversation; untrained tokens get label -100.
+
+    When the spec trains assistant output only (the usual case), the labels are the
+    chat template's assistant mask from one render; otherwise every token is
+    attributed to its message first (a render per message).
+    """
+    if not any(roles.get(role) == "trained" for role in ("system", "user", "tool")):
+        rendered = tokenizer.apply_chat_template([dict(m) for m in messages], return_dict=True,
+                                                 return_assistant_tokens_mask=True)
+        ids = list(rendered["input_ids"])
+        return {"input_ids": ids, "labels": [t if m else -100 for t, m in zip(ids, rendered["assistant_masks"])]}
+    tokens = apply_roles(attribute_tokens(tokenizer, messages), roles)
+    return {"input_ids": [t["id"] for t in tokens],
+            "labels": [t["id"] if t["trained"] else -100 for t in tokens]}
+
+
 def render_marked(tokens: list[dict]) -> str:
     """Join token texts, wrapping each trained span in `[[` and `]]`.
 
@@ -118,11 +157,11 @@ def render_marked(tokens: list[dict]) -> str:
     return "".join(out)
 
 
-def _violations(tokens: list[dict], example: int, example_id) -> list[dict]:
+def _violations(tokens: list[dict], example: int, example_id, forbidden: tuple[str, ...]) -> list[dict]:
     """Trainable runs of tokens in a forbidden role, one entry per run."""
     found, run = [], []
     for tok in tokens + [{"trained": False, "role": None, "message": None}]:
-        bad = tok["trained"] and tok["role"] in FORBIDDEN_ROLES
+        bad = tok["trained"] and tok["role"] in forbidden
         if run and (not bad or tok["message"] != run[-1]["message"]):
             span = "".join(t["text"] for t in run)
             found.append({
@@ -136,7 +175,8 @@ def _violations(tokens: list[dict], example: int, example_id) -> list[dict]:
     return found
 
 
-def mask_report(tokenizer, dataset, n_samples: int = 32, seed: int = 0, n_rendered: int = 3) -> dict:
+def mask_report(tokenizer, dataset, n_samples: int = 32, seed: int = 0, n_rendered: int = 3,
+                roles: dict[str, str] | None = None) -> dict:
     """Count trainable and masked tokens per role over a seeded sample of `dataset`.
 
     Args:
@@ -145,12 +185,16 @@ def mask_report(tokenizer, dataset, n_samples: int = 32, seed: int = 0, n_render
         n_samples: How many examples to render (all of them if the dataset is smaller).
         seed: Sampling seed, so the report is reproducible.
         n_rendered: How many sampled examples to include as marked text.
+        roles: The stage's roles in the masking spec (default: assistant output only).
 
     Returns:
         A JSON-serialisable dict: `per_role` counts, `violations` (trainable tokens
         outside assistant output), `untrained_examples` (examples with nothing to
         learn), `eos_trained` and `samples` (text with `[[trained]]` spans).
     """
+    roles = roles or ASSISTANT_ONLY
+    # Trainable tokens of a masked role are a template bug; of the tool role, always an error.
+    forbidden = tuple(r for r in ("system", "user") if roles.get(r) != "trained") + NEVER_TRAINED
     n = len(dataset)
     picked = sorted(random.Random(seed).sample(range(n), min(n_samples, n)))
     per_role: dict[str, dict[str, int]] = {}
@@ -159,20 +203,20 @@ def mask_report(tokenizer, dataset, n_samples: int = 32, seed: int = 0, n_render
     for idx in picked:
         row = dataset[idx]
         example_id = row.get("instance_id", idx) if isinstance(row, dict) else idx
-        tokens = attribute_tokens(tokenizer, row["messages"])
+        tokens = apply_roles(attribute_tokens(tokenizer, row["messages"]), roles)
         for tok in tokens:
             counts = per_role.setdefault(tok["role"], {"trainable": 0, "masked": 0})
             counts["trainable" if tok["trained"] else "masked"] += 1
             if tok["role"] == "assistant" and tok["id"] == tokenizer.eos_token_id:
                 eos_total += 1
                 eos_trained += tok["trained"]
-        violations += _violations(tokens, idx, example_id)
+        violations += _violations(tokens, idx, example_id, forbidden)
         if not any(t["trained"] for t in tokens):
             untrained.append({"example": idx, "id": example_id})
         if len(samples) < n_rendered:
             samples.append({"example": idx, "id": example_id, "marked": render_marked(tokens)})
     return {
-        "n_examples": n, "n_sampled": len(picked), "seed": seed,
+        "n_examples": n, "n_sampled": len(picked), "seed": seed, "roles": dict(sorted(roles.items())),
         "per_role": dict(sorted(per_role.items())),
         "violations": violations, "untrained_examples": untrained,
         "eos_trained": {"trained": eos_trained, "total": eos_total},
@@ -206,7 +250,8 @@ def check_masking(report: dict) -> None:
         shown = problems[:10] + ([f"... and {len(problems) - 10} more"] if len(problems) > 10 else [])
         raise MaskingError(
             "masking would train on the wrong tokens:\n  " + "\n  ".join(shown)
-            + "\nhelp: only assistant output (content and <|im_end|>) may sit inside "
+            + "\nhelp: tool outputs are never trained: keep `tool_outputs` in the stage's `mask`. "
+            "Only assistant output (content and <|im_end|>) may sit inside "
             "{% generation %}...{% endgeneration %} in the chat template; system, user and tool "
             "messages must render outside it. See mask_report.md for marked samples."
         )

@@ -1,17 +1,22 @@
-"""Stage I: schema-stripped SFT with TRL's `SFTTrainer`, assistant-only loss.
+"""Stage I: schema-stripped SFT with TRL's `SFTTrainer`, the loss mask from the plan.
 
 Shape (setup / train / cleanup, as in torchtune recipes):
 
-1. validate the stage settings, the model dir and the dataset dir, collecting errors;
-2. prove the masking on a seeded sample (`mask_report.json`/`.md`) and fail fast if any
-   system, user or tool token would be trained;
-3. train (resuming from the last `checkpoint-*` in `out_dir` if there is one);
+1. read the stage's `trl_config.json` and its roles in `specs/masking.json` from the
+   plan dir, and the step config (model, dataset and output dirs);
+2. tokenize every conversation with its labels: a token is trained iff its role is
+   trained in the masking spec (assistant output: the chat template's
+   `{% generation %}` span); prove it on a seeded sample (`mask_report.json`/`.md`) and
+   fail fast if any tool-output token would be trained;
+3. train with `SFTConfig(**trl_config)` exactly as compiled (resuming from the last
+   `checkpoint-*` in `out_dir` if there is one);
 4. save `out_dir/final` (model + tokenizer) atomically, `metrics.jsonl`, `loss.png`
    and `sft_summary.json`.
 
-Runs alone (`python -m runtime.train.sft --config CONFIG.json`) or under
-`accelerate launch` with the same arguments; CONFIG.json holds
-`{"model_dir", "dataset_dir", "out_dir", "stage": {...}}`.
+Runs under `accelerate launch` through the plan's `stages/<stage>/launch.sh`, or alone:
+`python -m runtime.train.sft --plan-dir PLAN --stage sft --config STEP_CONFIG.json`.
+The step config holds `{"model_dir", "dataset_dir", "out_dir", "trl_overrides"}`;
+relative paths resolve against the config file's own directory (see docs/training.md).
 """
 
 from __future__ import annotations
@@ -26,112 +31,70 @@ import tempfile
 import time
 from pathlib import Path
 
-from runtime.train.masking import check_masking, mask_report, write_mask_report
+from runtime.train.masking import check_masking, labels_for, mask_report, write_mask_report
 
-__all__ = ["SFTSetupError", "STAGE_DEFAULTS", "main", "sft_config_from_plan", "train_sft", "validate_stage"]
+__all__ = ["SFTSetupError", "StepConfig", "main", "read_stage_plan", "sft_config", "train_sft"]
 
-# Settings the SFT step reads from a plan stage, with the defaults a recipe leaves implicit.
-STAGE_DEFAULTS = {
-    "epochs": 3, "lr": 3e-4, "per_device_batch": 8, "grad_accum": 1, "max_length": 1024, "seed": 0,
-    "logging_steps": 10, "save_steps": 500, "max_steps": -1, "warmup_ratio": 0.0,
-    "mask_samples": 32, "router_aux_loss_coef": None,
-}
-# Stage keys that belong to other steps (compiler, launcher); accepted and ignored here.
-IGNORED_STAGE_KEYS = {"base", "input", "mask", "parallel", "gpus", "nodes", "mixed_precision", "name",
-                      "kind", "from", "rollout", "accelerate_config", "model"}
+# Examples rendered into the mask report (a sample: rendering every example twice would
+# double the set-up time of a large dataset).
+MASK_REPORT_SAMPLES = 32
 
 
 class SFTSetupError(ValueError):
     """The SFT step cannot start: bad settings, a missing model or dataset."""
 
 
-def _number(value, kind) -> bool:
-    return isinstance(value, kind) and not isinstance(value, bool)
+def read_stage_plan(plan_dir: str | os.PathLike, stage: str) -> tuple[dict, dict]:
+    """The stage's TRL kwargs and its per-role masking (`{"tool": "masked", ...}`) from the plan dir."""
+    plan_dir = Path(plan_dir)
+    try:
+        trl_kwargs = json.loads((plan_dir / "stages" / stage / "trl_config.json").read_text(encoding="utf-8"))
+        roles = json.loads((plan_dir / "specs" / "masking.json").read_text(encoding="utf-8"))["stages"][stage]["roles"]
+    except (OSError, json.JSONDecodeError, KeyError) as exc:
+        raise SFTSetupError(f"plan dir `{plan_dir}` has no readable stage `{stage}` "
+                            f"(stages/{stage}/trl_config.json and specs/masking.json): {exc}; "
+                            "pass the plan dir `craftc compile` wrote") from None
+    return trl_kwargs, roles
 
 
-def validate_stage(stage: dict) -> dict:
-    """Resolve a stage dict against `STAGE_DEFAULTS`, collecting every error.
+def sft_config(trl_kwargs: dict, out_dir: str | os.PathLike, overrides: dict | None = None):
+    """`SFTConfig(**trl_kwargs)`, plus the output dir and the step's recorded overrides.
 
-    Args:
-        stage: The plan's SFT stage settings.
-
-    Returns:
-        The resolved settings (defaults filled in, ignored keys dropped).
-
-    Raises:
-        SFTSetupError: Listing unknown keys and values of the wrong type or range.
-
-    Example:
-        >>> validate_stage({"epochs": 1, "lr": 1e-3})["per_device_batch"]
-        8
+    The overrides are the two values the sft step measures rather than compiles: the
+    stuffed arm's steps (`baseline_budget tokens`) and each arm's `max_length` room; the
+    step config records them.
     """
-    errors = [f"unknown stage key `{k}` (known: {', '.join(sorted(STAGE_DEFAULTS))})"
-              for k in stage if k not in STAGE_DEFAULTS and k not in IGNORED_STAGE_KEYS]
-    s = {**STAGE_DEFAULTS, **{k: v for k, v in stage.items() if k in STAGE_DEFAULTS}}
-    for key in ("per_device_batch", "grad_accum", "max_length", "logging_steps", "save_steps", "mask_samples"):
-        if not _number(s[key], int) or s[key] < 1:
-            errors.append(f"`{key}` must be an integer >= 1, got {s[key]!r}")
-    for key in ("seed", "max_steps"):
-        if not _number(s[key], int):
-            errors.append(f"`{key}` must be an integer, got {s[key]!r}")
-    if not _number(s["epochs"], (int, float)) or s["epochs"] <= 0:
-        errors.append(f"`epochs` must be a positive number, got {s['epochs']!r}")
-    if not _number(s["lr"], (int, float)) or not 0 < s["lr"] < 1:
-        errors.append(f"`lr` must be a number in (0, 1), got {s['lr']!r}")
-    if not _number(s["warmup_ratio"], (int, float)) or not 0 <= s["warmup_ratio"] < 1:
-        errors.append(f"`warmup_ratio` must be in [0, 1), got {s['warmup_ratio']!r}")
-    coef = s["router_aux_loss_coef"]
-    if coef is not None and (not _number(coef, (int, float)) or coef < 0):
-        errors.append(f"`router_aux_loss_coef` must be null or >= 0, got {coef!r}")
-    if errors:
-        raise SFTSetupError("invalid sft stage:\n  " + "\n  ".join(errors))
-    return s
-
-
-def sft_config_from_plan(stage: dict, out_dir: str | os.PathLike):
-    """Build TRL's `SFTConfig` for a plan stage.
-
-    Assistant-only loss is always on: with the tiny_moe template (or any template with
-    generation markers) it masks system, user and tool tokens. Without CUDA the config
-    runs on CPU in float32 (TRL defaults to bf16 and gradient checkpointing, which a
-    CPU cannot use or does not need).
-
-    Args:
-        stage: Plan stage settings (see `STAGE_DEFAULTS`).
-        out_dir: Where checkpoints go.
-
-    Returns:
-        A `trl.SFTConfig`.
-    """
-    import torch
     from trl import SFTConfig
 
-    s = validate_stage(stage)
-    cuda = torch.cuda.is_available()
-    return SFTConfig(
-        output_dir=str(out_dir),
-        num_train_epochs=float(s["epochs"]),
-        max_steps=s["max_steps"],
-        learning_rate=float(s["lr"]),
-        warmup_steps=float(s["warmup_ratio"]),  # transformers 5: a float in [0, 1) is a ratio
-        per_device_train_batch_size=s["per_device_batch"],
-        gradient_accumulation_steps=s["grad_accum"],
-        max_length=s["max_length"],
-        seed=s["seed"],
-        data_seed=s["seed"],
-        logging_steps=s["logging_steps"],
-        save_strategy="steps",
-        save_steps=s["save_steps"],
-        save_total_limit=2,
-        assistant_only_loss=True,
-        router_aux_loss_coef=s["router_aux_loss_coef"],
-        use_cpu=not cuda,
-        bf16=cuda and torch.cuda.is_bf16_supported(),
-        activation_checkpointing=cuda,  # transformers 5 name; TRL defaults it on
-        dataloader_num_workers=0,
-        report_to="none",
-        disable_tqdm=True,
-    )
+    try:
+        return SFTConfig(output_dir=str(out_dir), **{**trl_kwargs, **(overrides or {})})
+    except TypeError as exc:
+        raise SFTSetupError(f"the plan's trl_config.json does not fit this TRL version: {exc}; "
+                            "recompile the recipe with the craft installed here") from None
+
+
+class StepConfig(dict):
+    """The step config JSON with its paths resolved against the file's directory."""
+
+    KEYS = ("model_dir", "dataset_dir", "out_dir", "trl_overrides")
+
+    @classmethod
+    def read(cls, path: Path) -> "StepConfig":
+        if not path.is_file():
+            raise SFTSetupError(f"config `{path}` does not exist: pass the step config `craftc run` wrote "
+                                "into the run dir (RUN_DIR/sft/<arm>_config.json)")
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise SFTSetupError(f"config `{path}` is not valid JSON: {exc}") from None
+        missing = [k for k in cls.KEYS if k not in config]
+        extra = [k for k in config if k not in cls.KEYS]
+        if missing or extra:
+            raise SFTSetupError(f"config `{path}` must hold exactly {{{', '.join(cls.KEYS)}}}"
+                                + (f"; missing: {', '.join(missing)}" if missing else "")
+                                + (f"; unknown: {', '.join(extra)}" if extra else ""))
+        root = path.resolve().parent
+        return cls({k: (root / config[k] if k.endswith("_dir") else config[k]) for k in cls.KEYS})
 
 
 def _load_inputs(model_dir: Path, dataset_dir: Path):
@@ -233,14 +196,26 @@ def _save_final(trainer, tokenizer, out: Path) -> Path:
     return out / "final"
 
 
-def train_sft(model_dir, dataset_dir, out_dir, stage: dict) -> dict:
+def tokenized_dataset(tokenizer, dataset, roles: dict):
+    """`input_ids` and `labels` for every conversation, the labels from the role policy.
+
+    TRL uses a `labels` column as it is, so what trains is exactly what the masking spec
+    says (and what the mask report shows), whatever the chat template marks.
+    """
+    return dataset.map(lambda row: labels_for(tokenizer, row["messages"], roles),
+                       remove_columns=dataset.column_names, desc="masking")
+
+
+def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, overrides: dict | None = None) -> dict:
     """Run Stage I SFT and return a summary (also written to `out_dir/sft_summary.json`).
 
     Args:
         model_dir: A Hugging Face model directory (e.g. from `build_tiny_moe`).
         dataset_dir: A `Dataset.save_to_disk` dir with a `messages` column.
         out_dir: Checkpoints, `final/`, `mask_report.*`, `metrics.jsonl`, `loss.png`.
-        stage: Plan stage settings (see `STAGE_DEFAULTS`).
+        trl_kwargs: The plan's `stages/<stage>/trl_config.json`, passed to `SFTConfig` unchanged.
+        roles: The stage's roles in `specs/masking.json` (`{"tool": "masked", ...}`).
+        overrides: TRL keys the step measured (the stuffed arm's `max_steps`, `max_length`).
 
     Returns:
         `{"first_loss", "last_loss", "steps", "world_size", "train_runtime_s", "num_tokens",
@@ -248,35 +223,34 @@ def train_sft(model_dir, dataset_dir, out_dir, stage: dict) -> dict:
 
     Raises:
         SFTSetupError: On bad settings or inputs (before anything is trained).
-        MaskingError: If any non-assistant token would be trained.
+        MaskingError: If any tool-output token would be trained.
     """
     import torch
     from transformers import AutoModelForCausalLM
     from transformers.trainer_utils import get_last_checkpoint
     from trl import SFTTrainer
 
-    settings = validate_stage(stage)
     model_dir, dataset_dir, out = Path(model_dir), Path(dataset_dir), Path(out_dir)
+    args = sft_config(trl_kwargs, out, overrides)
     tokenizer, dataset = _load_inputs(model_dir, dataset_dir)
 
     # Fail fast: prove the masking before loading the model or touching out_dir's checkpoints.
-    report = mask_report(tokenizer, dataset, n_samples=settings["mask_samples"], seed=settings["seed"])
+    report = mask_report(tokenizer, dataset, n_samples=MASK_REPORT_SAMPLES, seed=args.seed, roles=roles)
     out.mkdir(parents=True, exist_ok=True)
     if _is_main_process():
         write_mask_report(report, out)
     check_masking(report)
 
-    args = sft_config_from_plan(stage, out)
     model = AutoModelForCausalLM.from_pretrained(
         str(model_dir), local_files_only=True,
         dtype=torch.bfloat16 if args.bf16 else torch.float32)
     trainer = SFTTrainer(model=model, args=args, processing_class=tokenizer,
-                         train_dataset=dataset.select_columns(["messages"]))
+                         train_dataset=tokenized_dataset(tokenizer, dataset, roles))
     resume = get_last_checkpoint(str(out))
     started = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume)
     wall = time.perf_counter() - started
-    final = _save_final(trainer, tokenizer, out)
+    _save_final(trainer, tokenizer, out)
 
     history = trainer.state.log_history
     losses = [e["loss"] for e in history if "loss" in e]
@@ -290,7 +264,7 @@ def train_sft(model_dir, dataset_dir, out_dir, stage: dict) -> dict:
         "num_tokens": int(tokens),
         "tokens_per_s": round(tokens / wall, 1) if tokens and wall > 0 else None,
         "resumed_from": Path(resume).name if resume else None,
-        "final_dir": str(final),
+        "final_dir": "final",
     }
     if trainer.is_world_process_zero():
         _write_metrics(history, out)
@@ -300,37 +274,25 @@ def train_sft(model_dir, dataset_dir, out_dir, stage: dict) -> dict:
             json.dump(summary, f, indent=2, sort_keys=True)
         os.replace(tmp, out / "sft_summary.json")
     if losses and not all(math.isfinite(x) for x in losses):
-        raise RuntimeError(f"SFT loss became non-finite ({losses[-1]}); lower `lr` (now {settings['lr']})")
+        raise RuntimeError(f"SFT loss became non-finite ({losses[-1]}); lower `lr` (now {args.learning_rate})")
     return summary
 
 
-def _read_config(path: Path) -> dict:
-    if not path.is_file():
-        raise SFTSetupError(f"config `{path}` does not exist: pass the sft config JSON the plan emitted")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise SFTSetupError(f"config `{path}` is not valid JSON: {exc}") from exc
-    missing = [k for k in ("model_dir", "dataset_dir", "out_dir", "stage") if k not in config]
-    extra = [k for k in config if k not in ("model_dir", "dataset_dir", "out_dir", "stage")]
-    if missing or extra or not isinstance(config.get("stage"), dict):
-        raise SFTSetupError(
-            f"config `{path}` must hold exactly {{model_dir, dataset_dir, out_dir, stage: {{...}}}}"
-            + (f"; missing: {', '.join(missing)}" if missing else "")
-            + (f"; unknown: {', '.join(extra)}" if extra else ""))
-    return config
-
-
 def main(argv: list[str] | None = None) -> int:
-    """CLI: `python -m runtime.train.sft --config CONFIG.json` (also under `accelerate launch`)."""
+    """CLI: `python -m runtime.train.sft --plan-dir PLAN --stage NAME --config STEP_CONFIG.json`."""
     parser = argparse.ArgumentParser(prog="python -m runtime.train.sft", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, type=Path, help="JSON with model_dir, dataset_dir, out_dir, stage")
+    parser.add_argument("--plan-dir", required=True, type=Path, help="the compiled plan dir")
+    parser.add_argument("--stage", required=True, help="the sft stage's name in the plan")
+    parser.add_argument("--config", required=True, type=Path,
+                        help="step config JSON: model_dir, dataset_dir, out_dir, trl_overrides")
     ns = parser.parse_args(argv)
     from runtime.train.masking import MaskingError
 
     try:
-        config = _read_config(ns.config)
-        summary = train_sft(config["model_dir"], config["dataset_dir"], config["out_dir"], config["stage"])
+        trl_kwargs, roles = read_stage_plan(ns.plan_dir, ns.stage)
+        config = StepConfig.read(ns.config)
+        summary = train_sft(config["model_dir"], config["dataset_dir"], config["out_dir"], trl_kwargs, roles,
+                            config["trl_overrides"])
     except (SFTSetupError, MaskingError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

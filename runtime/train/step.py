@@ -6,75 +6,51 @@ settings and the same budget:
 * ``craft``: schema-stripped input (the recipe's Stage I), and
 * ``stuffed``: the schema-stuffed baseline (full DDL and API docs in every prompt),
 
-so the eval step compares input modes and nothing else. Training runs through
-``accelerate launch`` with the accelerate config and TRL settings the compiler
-emitted into the plan dir; the command is printed before it runs.
+so the eval step compares input modes and nothing else. Each arm trains through the
+plan's ``stages/<stage>/launch.sh`` with a step config written into the step dir
+(``<arm>_config.json``, paths relative to itself); the command is printed before it
+runs. Under ``craftc run --no-launch`` the step writes the configs and prints the
+commands instead, for a user to launch on another machine (docs/training.md).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from craftc.ir import ModelSpec, Stage
 from runtime.step_context import StepContext, StepError, StepResult
+from runtime.train.stages import sft_stage
 
-__all__ = ["run_sft_step", "sft_stage", "base_model_dir", "stage_settings"]
+__all__ = ["run_sft_step", "adopt_sft_step", "base_model_dir", "planned_tokens", "token_matched_steps",
+           "arm_max_length"]
 
 ARMS = (("craft", "stripped"), ("stuffed", "stuffed"))
 
 
-def sft_stage(ctx: StepContext) -> Stage:
-    stages = [s for s in ctx.plan.recipe.stages if s.kind == "sft"]
-    if not stages:
-        raise StepError(f"recipe `{ctx.plan.recipe.name}` has no `stage ... {{ }}` of kind sft; "
-                        "add `stage sft { base tiny_moe }` to the recipe")
-    return stages[0]
-
-
-def _model_spec(ctx: StepContext, stage: Stage) -> ModelSpec:
-    for spec in ctx.plan.recipe.models:
-        if spec.name == stage.base:
-            return spec
-    return ModelSpec(name=stage.base, source="tiny_moe")
+def _model_spec(ctx: StepContext, stage: Stage) -> ModelSpec | None:
+    return next((spec for spec in ctx.plan.recipe.models if spec.name == stage.base), None)
 
 
 def base_model_dir(ctx: StepContext, stage: Stage, corpus: Path) -> Path:
     """The embedded tiny_moe is built from the recipe's corpus; real bases are located."""
-    from runtime.train.tiny_moe import build_tiny_moe
+    from runtime.train.tiny_moe import SIZE_FIELDS, build_tiny_moe
 
     spec = _model_spec(ctx, stage)
+    if spec is None:
+        raise StepError(f"stage `{stage.name}` names base model `{stage.base}`, which the plan does not declare; "
+                        "recompile the recipe")
     if spec.source == "tiny_moe":
         texts = corpus.read_text(encoding="utf-8").split("\n\n")
-        fields = ("hidden", "layers", "heads", "kv_heads", "experts", "top_k", "intermediate",
-                  "vocab", "context", "seed")
-        settings = {f: getattr(spec, f) for f in fields}
-        settings["seed"] = spec.seed + ctx.seed
-        ctx.console.print(f"building tiny_moe base ({settings['hidden']} hidden, {settings['layers']} layers, "
-                          f"{settings['experts']} experts) with a tokenizer trained on the recipe corpus")
-        return build_tiny_moe(ctx.out_dir / "base", texts, settings)
+        ctx.console.print(f"building tiny_moe base ({spec.hidden} hidden, {spec.layers} layers, "
+                          f"{spec.experts} experts) with a tokenizer trained on the recipe corpus")
+        sizes = {name: getattr(spec, name) for name in SIZE_FIELDS}
+        return build_tiny_moe(ctx.out_dir / "base", texts, {**sizes, "seed": spec.seed + ctx.seed})
     path = Path(spec.path or spec.name)
     if spec.source == "path" and not (path / "config.json").exists():
         raise StepError(f"base model `{spec.name}`: no model directory at `{path}` (config.json missing); "
                         "point the profile's `model { path \"...\" }` at a saved Hugging Face model dir")
     return path
-
-
-def stage_settings(trl_kwargs: dict, stage: Stage) -> dict:
-    """The SFT trainer's stage settings, taken from the plan's `trl_config.json`."""
-    return {
-        "epochs": trl_kwargs["num_train_epochs"],
-        "max_steps": trl_kwargs["max_steps"],
-        "lr": trl_kwargs["learning_rate"],
-        "warmup_ratio": trl_kwargs.get("warmup_steps", 0.0),
-        "per_device_batch": trl_kwargs["per_device_train_batch_size"],
-        "grad_accum": trl_kwargs["gradient_accumulation_steps"],
-        "max_length": trl_kwargs.get("max_length", stage.max_length),
-        "seed": trl_kwargs["seed"],
-        "logging_steps": trl_kwargs["logging_steps"],
-        "save_steps": trl_kwargs["save_steps"],
-    }
 
 
 def example_lengths(model_dir: Path, dataset_dir: Path) -> list[int]:
@@ -85,6 +61,21 @@ def example_lengths(model_dir: Path, dataset_dir: Path) -> list[int]:
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     rows = load_from_disk(str(dataset_dir))["messages"]
     return [len(tokenizer.apply_chat_template(m, tokenize=True, return_dict=True)["input_ids"]) for m in rows]
+
+
+def planned_tokens(lengths: list[int], max_length: int, trl_kwargs: dict, examples_per_step: int) -> int:
+    """Training tokens a run of these settings will see (TRL's `num_tokens`), before it runs.
+
+    Example:
+        >>> planned_tokens([100, 300], 200, {"max_steps": -1, "num_train_epochs": 2.0}, 1)
+        600
+        >>> planned_tokens([100, 300], 200, {"max_steps": 3, "num_train_epochs": 2.0}, 2)
+        900
+    """
+    kept = [min(n, max_length) for n in lengths]
+    if trl_kwargs["max_steps"] > 0:
+        return round(trl_kwargs["max_steps"] * examples_per_step * sum(kept) / max(len(kept), 1))
+    return round(trl_kwargs["num_train_epochs"] * sum(kept))
 
 
 def token_matched_steps(stripped_tokens: int, stuffed_lengths: list[int], examples_per_step: int) -> int:
@@ -109,60 +100,71 @@ def arm_max_length(stage_max: int, context: int, longest: int, longest_stripped:
 def _num_processes(accelerate_yaml: Path) -> int:
     import yaml
 
-    data = yaml.safe_load(accelerate_yaml.read_text(encoding="utf-8")) or {}
-    return int(data.get("num_processes", 1))
+    return int((yaml.safe_load(accelerate_yaml.read_text(encoding="utf-8")) or {})["num_processes"])
+
+
+def _relative(path: Path, start: Path) -> str:
+    import os
+
+    return Path(os.path.relpath(path, start)).as_posix()
 
 
 def run_sft_step(ctx: StepContext) -> StepResult:
-    from runtime.train.launch import accelerate_command, preflight, run_launch
+    from runtime.train.launch import launch_stage, preflight
 
-    stage = sft_stage(ctx)
+    stage = sft_stage(ctx.plan.recipe)
     data_dir = ctx.input_dir("dataset") / "dataset"
     model_dir = base_model_dir(ctx, stage, data_dir / "corpus.txt")
     trl_kwargs = json.loads(ctx.artifact(f"stages/{stage.name}/trl_config.json").read_text(encoding="utf-8"))
-    accelerate_yaml = ctx.artifact(f"stages/{stage.name}/accelerate.yaml")
-    settings = stage_settings(trl_kwargs, stage)
-    preflight({**settings, "gpus": stage.gpus, "rollout": "transformers"}, model_dir)
+    ctx.artifact("specs/masking.json")               # read by the trainer, which the step launches
+    processes = _num_processes(ctx.artifact(f"stages/{stage.name}/accelerate.yaml"))
+    preflight({"parallel": stage.parallel, "gpus": stage.gpus, "rollout": "transformers"}, model_dir)
 
-    metrics: dict = {"base_model": str(model_dir.relative_to(ctx.out_dir)) if model_dir.is_relative_to(ctx.out_dir)
-                     else stage.base}
+    metrics: dict = {"base_model": "base" if model_dir.is_relative_to(ctx.out_dir) else stage.base,
+                     "launch": "step" if ctx.launch else "manual"}
     context = _model_spec(ctx, stage).context
     lengths = {mode: example_lengths(model_dir, data_dir / mode) for _, mode in ARMS}
     longest = {mode: max(values, default=0) for mode, values in lengths.items()}
     budget = ctx.plan.recipe.eval.baseline_budget
-    metrics["baseline_budget"] = budget
-    processes = _num_processes(accelerate_yaml)
+    per_step = trl_kwargs["per_device_train_batch_size"] * trl_kwargs["gradient_accumulation_steps"] * processes
+    stripped_tokens = planned_tokens(lengths["stripped"], trl_kwargs["max_length"], trl_kwargs, per_step)
+    metrics.update(baseline_budget=budget, planned_stripped_tokens=stripped_tokens, commands={})
     for arm, mode in ARMS:
-        arm_settings = dict(settings)
+        max_length = arm_max_length(trl_kwargs["max_length"], context, longest[mode], longest["stripped"])
+        # The two values the step measures instead of compiling; the config records them.
+        overrides = {"max_length": max_length}
         if arm == "stuffed" and budget == "tokens":
-            per_step = settings["per_device_batch"] * settings["grad_accum"] * processes
-            arm_settings["max_steps"] = token_matched_steps(metrics["craft"]["num_tokens"],
-                                                            lengths[mode], per_step)
-            metrics["stuffed_max_steps"] = arm_settings["max_steps"]
-            ctx.console.print(f"stuffed baseline: {arm_settings['max_steps']} steps, the stripped arm's "
-                              f"{metrics['craft'].get('num_tokens', 0):,} training tokens (baseline_budget tokens)")
-        max_length = arm_max_length(settings["max_length"], context, longest[mode], longest["stripped"])
+            overrides["max_steps"] = token_matched_steps(stripped_tokens, lengths[mode], per_step)
+            metrics["stuffed_max_steps"] = overrides["max_steps"]
+            ctx.console.print(f"stuffed baseline: {overrides['max_steps']} steps, the stripped arm's "
+                              f"{stripped_tokens:,} planned training tokens (baseline_budget tokens)")
         metrics[f"{arm}_longest_example_tokens"] = longest[mode]
         metrics[f"{arm}_max_length"] = max_length
         if longest[mode] > max_length:
             ctx.console.print(f"[yellow]![/] {arm}: the longest example has {longest[mode]} tokens, "
                               f"more than max_length {max_length}; TRL truncates it (keeping the start)")
-        out_dir = ctx.out_dir / arm
-        config = {"model_dir": str(model_dir), "dataset_dir": str(data_dir / mode), "out_dir": str(out_dir),
-                  "stage": {**arm_settings, "max_length": max_length}}
         config_path = ctx.out_dir / f"{arm}_config.json"
+        config = {"model_dir": _relative(model_dir.resolve(), ctx.out_dir.resolve()),
+                  "dataset_dir": _relative((data_dir / mode).resolve(), ctx.out_dir.resolve()),
+                  "out_dir": arm, "trl_overrides": overrides}
         config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        cmd = accelerate_command(accelerate_yaml, processes, "runtime.train.sft", config_path)
-        ctx.console.print(f"[bold]{arm}[/] ({mode} input): {' '.join(cmd)}")
-        run_launch(cmd, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
-        summary_path = out_dir / "sft_summary.json"
-        if not summary_path.is_file():
-            # The stuffed arm's budget is computed from this summary: never guess it.
-            raise StepError(f"SFT of the `{arm}` arm finished without {summary_path}; "
-                            f"rerun `craftc run {ctx.plan_dir} --only sft`")
-        metrics[arm] = json.loads(summary_path.read_text(encoding="utf-8"))
-        # Paths in the config are machine-specific; keep the record, relative to the step dir.
-        config["model_dir"], config["dataset_dir"], config["out_dir"] = (
-            "base" if model_dir.is_relative_to(ctx.out_dir) else stage.base, f"dataset/{mode}", arm)
-        config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return StepResult(metrics=metrics, outputs=("craft/final", "stuffed/final"))
+        ctx.console.print(f"[bold]{arm}[/] ({mode} input)")
+        metrics["commands"][arm] = launch_stage(ctx, "sft", stage.name, config_path)
+        if ctx.launch:
+            metrics[arm] = _arm_summary(ctx, ctx.out_dir, arm)
+    return StepResult(metrics=metrics, outputs=("craft/final", "stuffed/final") if ctx.launch else ())
+
+
+def _arm_summary(ctx: StepContext, step_dir: Path, arm: str) -> dict:
+    summary_path = step_dir / arm / "sft_summary.json"
+    if not (summary_path.is_file() and (step_dir / arm / "final").is_dir()):
+        raise StepError(f"SFT of the `{arm}` arm has no {summary_path.name} and final/ in {step_dir / arm}; "
+                        f"run `bash {ctx.plan_dir}/stages/<stage>/launch.sh {step_dir}/{arm}_config.json`, "
+                        f"or rerun `craftc run {ctx.plan_dir} --only sft`")
+    return json.loads(summary_path.read_text(encoding="utf-8"))
+
+
+def adopt_sft_step(ctx: StepContext, step_dir: Path) -> dict:
+    """The metrics of an sft step prepared with `--no-launch` and trained by hand."""
+    manifest = json.loads((step_dir / "manifest.json").read_text(encoding="utf-8"))
+    return {**manifest["metrics"], **{arm: _arm_summary(ctx, step_dir, arm) for arm, _ in ARMS}}

@@ -28,7 +28,10 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from craftc.ir import ModelSpec
+
 __all__ = [
+    "SIZE_FIELDS",
     "CHAT_TEMPLATE",
     "DEFAULT_SPEC",
     "RESPONSE_TEMPLATE",
@@ -45,18 +48,11 @@ SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 
 # Sizes give ~5M parameters: big enough to learn templated plans and code, small enough
 # to train at a few thousand tokens/s on two CPU cores (see shared environment facts).
-DEFAULT_SPEC = {
-    "hidden": 192,
-    "layers": 4,
-    "heads": 4,
-    "kv_heads": 2,
-    "experts": 8,
-    "top_k": 2,
-    "intermediate": 192,
-    "vocab": 4096,
-    "context": 2048,
-    "seed": 0,
-}
+# The sizes a tiny_moe build takes, with the IR's defaults: craftc.ir.ModelSpec declares
+# them once (type, range, default) for recipes and for this builder alike.
+SIZE_FIELDS = ("hidden", "layers", "heads", "kv_heads", "experts", "top_k", "intermediate", "vocab", "context",
+               "seed")
+DEFAULT_SPEC = {name: ModelSpec.model_fields[name].default for name in SIZE_FIELDS}
 
 # Assistant output sits inside {% generation %}; everything else outside. Tool calls are
 # rendered in Qwen's <tool_call> JSON form so that TRL's GRPO tool loop

@@ -15,7 +15,7 @@ from runtime.plan import load_plan, plan_content_hash
 CONTRACT_FILES = {
     "plan.json", "prompts/system_stripped.md", "prompts/system_stuffed.md", "prompts/turn.md",
     "specs/input_builder.json", "specs/masking.json", "specs/gates.json", "specs/reward.json",
-    "sql/binding.sql", "sql/logical_ddl.sql", "solutions/top_clicks/1.py", "token_budget.json",
+    "sql/binding.sql", "sql/logical_ddl.sql", "solutions/top_clicks/1.py", "review/token_budget.json",
     "stages/sft/trl_config.json", "stages/sft/accelerate.yaml", "stages/sft/launch.sh",
     "stages/grpo/trl_config.json", "stages/grpo/accelerate.yaml", "stages/grpo/launch.sh",
 }
@@ -112,7 +112,7 @@ def test_reward_spec_normalises_weights_and_trl_gets_them_in_component_order(rec
 
 
 def test_token_budget_shows_what_stripping_saves(recipe, solutions):
-    budget = json.loads(render_plan_files(recipe, solutions)["token_budget.json"])
+    budget = json.loads(render_plan_files(recipe, solutions)["review/token_budget.json"])
     system = budget["system"]
     assert 0 < system["stripped"] < system["stuffed"]
     assert system["ratio"] == round(system["stripped"] / system["stuffed"], 4)

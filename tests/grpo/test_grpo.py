@@ -8,6 +8,15 @@ from runtime.train.grpo import GRPOJob, GRPOSetupError, main, train_grpo
 from tests.agent.warehouse import task_dict
 
 WEIGHTS = {"outcome": 0.5, "process": 0.2, "consistency": 0.2, "judge": 0.1}
+# The CPU GRPOConfig keywords `craftc compile` writes into a grpo stage's trl_config.json.
+TRL = {"learning_rate": 1e-4, "max_steps": 3, "num_generations": 2, "per_device_train_batch_size": 2,
+       "max_completion_length": 16, "temperature": 1.0, "beta": 0.0, "logging_steps": 1, "save_strategy": "steps",
+       "save_steps": 50, "save_total_limit": 2, "seed": 0, "data_seed": 0, "use_cpu": True, "bf16": False,
+       "fp16": False, "activation_checkpointing": False, "report_to": "none", "dataloader_num_workers": 0,
+       "disable_tqdm": True, "reward_weights": list(WEIGHTS.values())}
+STAGE = {"group": 2, "max_turns": 2, "max_new_tokens": 16, "temperature": 1.0}
+PLAIN = {"wording": {"user": "{ask}", "tool": "Output of the CODE block:\n{output}"},
+         "fmt": {"think": "THINK", "plan": "PLAN", "code": "CODE", "answer": "ANSWER"}, "workers": 2, "seed": 0}
 
 
 @pytest.fixture(scope="module")
@@ -21,8 +30,7 @@ def trained(tmp_path_factory, warehouse, tiny_model):
                   out_dir=str(root / "out"), system_prompt="Answer with THINK, PLAN, CODE.",
                   reward={"weights": WEIGHTS, "aggregate": "sum",
                           "penalties": {"select_star": 0.05}, "step_rewards": True},
-                  stage={"group": 2, "steps": 3, "max_turns": 2, "max_new_tokens": 16, "lr": 1e-4},
-                  measure_rows=2)
+                  stage=STAGE, trl=TRL, measure_rows=2, **PLAIN)
     return job, train_grpo(job)
 
 
@@ -64,7 +72,7 @@ def test_rollouts_are_multi_turn(trained):
 
 def test_training_resumes_from_the_last_checkpoint(trained):
     job, _ = trained
-    job.stage = {**job.stage, "steps": 4}
+    job.trl = {**job.trl, "max_steps": 4}
     summary = train_grpo(job)
     assert summary["steps"] == 4
     lines = [json.loads(l) for l in open(f"{job.out_dir}/metrics.jsonl")]
@@ -74,14 +82,15 @@ def test_training_resumes_from_the_last_checkpoint(trained):
 def test_bad_config_names_the_problem(tmp_path, capsys):
     path = tmp_path / "c.json"
     path.write_text(json.dumps({"model_dir": "x", "oops": 1}))
-    assert main(["--config", str(path)]) == 1
+    assert main(["--plan-dir", str(tmp_path / "no_plan"), "--stage", "grpo", "--config", str(path)]) == 1
     err = capsys.readouterr().err
-    assert "unknown keys ['oops']" in err and "missing keys" in err
+    assert "cannot read the GRPO job from plan" in err and "no_plan" in err
 
 
 def test_missing_model_is_a_setup_error(tmp_path, warehouse):
     job = GRPOJob(model_dir=str(tmp_path / "none"), instances="x", warehouse=str(warehouse),
-                  out_dir=str(tmp_path / "o"), system_prompt="", reward={"weights": WEIGHTS})
+                  out_dir=str(tmp_path / "o"), system_prompt="", stage=STAGE, trl=TRL,
+                  reward={"weights": WEIGHTS, "aggregate": "sum", "penalties": {}, "step_rewards": True}, **PLAIN)
     with pytest.raises(GRPOSetupError, match="run the sft step first"):
         train_grpo(job)
 

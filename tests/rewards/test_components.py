@@ -153,9 +153,9 @@ def test_spec_trl_weights_reproduce_the_normalized_total():
 
 def test_spec_rejects_negative_and_unnormalisable_weights():
     with pytest.raises(RewardSpecError, match="negative"):
-        RewardSpec({"outcome": -1.0})
+        RewardSpec({"outcome": -1.0}, aggregate="sum", penalties={}, step_rewards=True)
     with pytest.raises(RewardSpecError, match="cannot be normalised"):
-        RewardSpec({"outcome": 0.0}, aggregate="normalized")
+        RewardSpec({"outcome": 0.0}, aggregate="normalized", penalties={}, step_rewards=True)
 
 
 def test_score_turn_checks_the_result_against_the_reference(terms):

@@ -68,13 +68,28 @@ def test_report_is_reproducible_and_written_as_json_and_markdown(tokenizer, conv
 def test_tool_output_inside_generation_fails_with_a_clear_message(wrong_tokenizer, conversations):
     report = mask_report(wrong_tokenizer, conversations, n_samples=4, seed=0)
     assert report["per_role"]["tool"]["trainable"] > 0
+    with pytest.raises(MaskingError, match=r"\(tool\)"):
+        check_masking(report)
+
+
+def test_a_spec_that_trains_tool_output_fails_with_a_clear_message(tokenizer, conversations):
+    roles = {"assistant": "trained", "system": "masked", "tool": "trained", "user": "masked"}
+    report = mask_report(tokenizer, conversations, n_samples=4, seed=0, roles=roles)
+    assert report["per_role"]["tool"]["trainable"] > 0
     with pytest.raises(MaskingError) as err:
         check_masking(report)
     msg = str(err.value)
     first = report["violations"][0]
     assert f"example {first['example']} (id {first['id']})" in msg
     assert "(tool)" in msg and "campaign_id" in msg  # names the role and shows the offending span
-    assert "help:" in msg
+    assert "help: tool outputs are never trained: keep `tool_outputs` in the stage's `mask`" in msg
+
+
+def test_a_spec_that_trains_user_turns_trains_them_and_passes(tokenizer, conversations):
+    roles = {"assistant": "trained", "system": "masked", "tool": "masked", "user": "trained"}
+    report = mask_report(tokenizer, conversations, n_samples=4, seed=0, roles=roles)
+    assert report["per_role"]["user"]["trainable"] > 0 and report["per_role"]["system"]["trainable"] == 0
+    check_masking(report)
 
 
 def test_datasets_rows_work_like_plain_dicts(tokenizer, dataset_dir):

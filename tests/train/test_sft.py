@@ -7,53 +7,64 @@ import shutil
 
 import pytest
 
-from runtime.train.masking import MaskingError, attribute_tokens
-from runtime.train.sft import SFTSetupError, main, sft_config_from_plan, train_sft, validate_stage
+from runtime.train.masking import ASSISTANT_ONLY, MaskingError, apply_roles, attribute_tokens
+from runtime.train.sft import SFTSetupError, main, sft_config, tokenized_dataset, train_sft
 
-# A short run that still moves the loss: 12 steps of 4 conversations at a high lr.
-SHORT = {"epochs": 1, "max_steps": 12, "lr": 3e-3, "per_device_batch": 4, "logging_steps": 2,
-         "save_steps": 6, "max_length": 1024, "seed": 0}
+# A short run that still moves the loss: 12 steps of 4 conversations at a high lr, with
+# the CPU settings `craftc compile` writes into a stage's trl_config.json.
+SHORT = {"num_train_epochs": 1.0, "max_steps": 12, "learning_rate": 3e-3, "per_device_train_batch_size": 4,
+         "gradient_accumulation_steps": 1, "logging_steps": 2, "save_strategy": "steps", "save_steps": 6,
+         "save_total_limit": 2, "max_length": 1024, "seed": 0, "data_seed": 0, "use_cpu": True, "bf16": False,
+         "fp16": False, "activation_checkpointing": False, "report_to": "none", "dataloader_num_workers": 0,
+         "disable_tqdm": True, "warmup_steps": 0.0}
 
 
 @pytest.fixture(scope="module")
 def short_run(tiny_model_dir, dataset_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("sft")
-    return out, train_sft(tiny_model_dir, dataset_dir, out, SHORT)
+    return out, train_sft(tiny_model_dir, dataset_dir, out, SHORT, ASSISTANT_ONLY)
 
 
-def test_plan_settings_map_onto_a_cpu_sft_config(tmp_path):
-    args = sft_config_from_plan({"epochs": 2, "lr": 1e-3, "per_device_batch": 3, "grad_accum": 2,
-                                 "max_length": 256, "seed": 5, "logging_steps": 7, "save_steps": 9,
-                                 "parallel": "cpu", "mask": "tool_outputs"}, tmp_path)
-    assert (args.num_train_epochs, args.learning_rate, args.per_device_train_batch_size) == (2, 1e-3, 3)
-    assert (args.gradient_accumulation_steps, args.max_length, args.seed) == (2, 256, 5)
-    assert (args.logging_steps, args.save_steps) == (7, 9)
-    assert args.assistant_only_loss is True
+def test_the_plans_trl_config_becomes_the_sft_config_unchanged(tmp_path):
+    args = sft_config(SHORT, tmp_path, {"max_steps": 30})
+    assert (args.num_train_epochs, args.learning_rate, args.per_device_train_batch_size) == (1, 3e-3, 4)
+    assert (args.max_steps, args.max_length, args.save_total_limit) == (30, 1024, 2)   # the step's override
     assert (args.use_cpu, args.bf16, args.gradient_checkpointing) == (True, False, False)
+    assert args.assistant_only_loss is False      # craft builds the labels from the masking spec
 
 
-def test_bad_stage_settings_are_all_reported():
-    with pytest.raises(SFTSetupError) as err:
-        validate_stage({"epochs": 0, "lr": 5, "batch": 8})
-    msg = str(err.value)
-    assert "unknown stage key `batch`" in msg and "`epochs` must be" in msg and "`lr` must be" in msg
+def test_a_key_this_trl_does_not_know_is_a_setup_error(tmp_path):
+    with pytest.raises(SFTSetupError, match="does not fit this TRL version.*not_a_trl_key"):
+        sft_config({**SHORT, "not_a_trl_key": 1}, tmp_path)
 
 
-def test_trl_labels_are_exactly_the_masked_report(tiny_model_dir, dataset_dir, tokenizer, tmp_path):
-    """The mask report describes what TRL really trains on, token for token."""
+def test_labels_follow_the_masking_spec_token_for_token(dataset_dir, tokenizer):
+    """What trains is what the mask report shows: labels come from the role policy."""
+    from datasets import load_from_disk
+
+    ds = load_from_disk(str(dataset_dir))
+    user_trained = {**ASSISTANT_ONLY, "user": "trained"}
+    for roles in (ASSISTANT_ONLY, user_trained):
+        rows = tokenized_dataset(tokenizer, ds.select(range(4)), roles)
+        for i in range(4):
+            tokens = apply_roles(attribute_tokens(tokenizer, ds[i]["messages"]), roles)
+            assert rows[i]["input_ids"] == [t["id"] for t in tokens]
+            assert [lab != -100 for lab in rows[i]["labels"]] == [t["trained"] for t in tokens]
+            trained_roles = {t["role"] for t in tokens if t["trained"]}
+            assert trained_roles == ({"assistant", "user"} if roles is user_trained else {"assistant"})
+
+
+def test_trl_trains_on_exactly_the_labels_craft_built(tiny_model_dir, dataset_dir, tokenizer, tmp_path):
     from datasets import load_from_disk
     from transformers import AutoModelForCausalLM
     from trl import SFTTrainer
 
-    ds = load_from_disk(str(dataset_dir))
+    ds = tokenized_dataset(tokenizer, load_from_disk(str(dataset_dir)), ASSISTANT_ONLY)
     trainer = SFTTrainer(model=AutoModelForCausalLM.from_pretrained(tiny_model_dir), processing_class=tokenizer,
-                         args=sft_config_from_plan(SHORT, tmp_path), train_dataset=ds.select_columns(["messages"]))
+                         args=sft_config(SHORT, tmp_path), train_dataset=ds)
     assert len(trainer.train_dataset) == len(ds)
     for i in (0, 1, 3):
-        row = trainer.train_dataset[i]
-        tokens = attribute_tokens(tokenizer, ds[i]["messages"])
-        assert row["input_ids"] == [t["id"] for t in tokens]
-        assert [lab != -100 for lab in row["labels"]] == [t["trained"] for t in tokens]
+        assert trainer.train_dataset[i]["labels"] == ds[i]["labels"]
 
 
 def test_short_run_lowers_the_loss_and_writes_every_artifact(short_run):
@@ -83,7 +94,7 @@ def test_final_model_reloads_and_generates(short_run):
 
 def test_a_second_run_resumes_from_the_last_checkpoint(short_run, tiny_model_dir, dataset_dir):
     out, _ = short_run
-    summary = train_sft(tiny_model_dir, dataset_dir, out, {**SHORT, "max_steps": 14})
+    summary = train_sft(tiny_model_dir, dataset_dir, out, {**SHORT, "max_steps": 14}, ASSISTANT_ONLY)
     assert summary["resumed_from"] == "checkpoint-12"
     assert summary["steps"] == 14
 
@@ -95,26 +106,44 @@ def test_wrong_template_fails_before_any_training(tiny_model_dir, dataset_dir, t
     (bad_model / "chat_template.jinja").write_text(TOOL_INSIDE_GENERATION)
     out = tmp_path / "out"
     with pytest.raises(MaskingError, match=r"\(tool\)"):
-        train_sft(bad_model, dataset_dir, out, SHORT)
+        train_sft(bad_model, dataset_dir, out, SHORT, ASSISTANT_ONLY)
+    assert (out / "mask_report.md").is_file()  # the evidence stays for the user
+    assert not list(out.glob("checkpoint-*")) and not (out / "final").exists()
+
+
+def test_a_masking_spec_that_trains_tool_output_fails_before_any_training(tiny_model_dir, dataset_dir, tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(MaskingError, match=r"\(tool\)"):
+        train_sft(tiny_model_dir, dataset_dir, out, SHORT, {**ASSISTANT_ONLY, "tool": "trained"})
+    report = json.loads((out / "mask_report.json").read_text())
+    assert report["per_role"]["tool"]["trainable"] > 0 and report["roles"]["tool"] == "trained"
     assert (out / "mask_report.md").is_file()  # the evidence stays for the user
     assert not list(out.glob("checkpoint-*")) and not (out / "final").exists()
 
 
 def test_missing_inputs_are_named_with_the_fix(tmp_path, dataset_dir):
     with pytest.raises(SFTSetupError) as err:
-        train_sft(tmp_path / "no_model", tmp_path / "no_data", tmp_path / "out", SHORT)
+        train_sft(tmp_path / "no_model", tmp_path / "no_data", tmp_path / "out", SHORT, ASSISTANT_ONLY)
     msg = str(err.value)
     assert "no_model" in msg and "config.json" in msg and "no_data" in msg and "`dataset` step" in msg
     assert not (tmp_path / "out").exists()
 
 
 def test_cli_reports_bad_config_without_a_traceback(tmp_path, capsys):
-    assert main(["--config", str(tmp_path / "missing.json")]) == 1
+    plan = tmp_path / "plan"
+    (plan / "stages" / "sft").mkdir(parents=True)
+    (plan / "specs").mkdir()
+    (plan / "stages" / "sft" / "trl_config.json").write_text(json.dumps(SHORT))
+    (plan / "specs" / "masking.json").write_text(json.dumps({"stages": {"sft": {"roles": ASSISTANT_ONLY}}}))
+    args = ["--plan-dir", str(plan), "--stage", "sft", "--config"]
+    assert main(args + [str(tmp_path / "missing.json")]) == 1
     assert "missing.json` does not exist" in capsys.readouterr().err
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"model_dir": "m", "stage": {}}))
-    assert main(["--config", str(bad)]) == 1
-    assert "missing: dataset_dir, out_dir" in capsys.readouterr().err
+    assert main(args + [str(bad)]) == 1
+    assert "missing: dataset_dir, out_dir, trl_overrides; unknown: stage" in capsys.readouterr().err
+    assert main(["--plan-dir", str(tmp_path / "nowhere"), "--stage", "sft", "--config", str(bad)]) == 1
+    assert "has no readable stage `sft`" in capsys.readouterr().err
 
 
 def test_a_template_without_generation_markers_is_refused_up_front(tiny_model_dir, dataset_dir, tmp_path):
@@ -124,4 +153,4 @@ def test_a_template_without_generation_markers_is_refused_up_front(tiny_model_di
     model = shutil.copytree(tiny_model_dir, tmp_path / "bare_model")
     (model / "chat_template.jinja").write_text(bare)
     with pytest.raises(SFTSetupError, match="no {% generation %} markers"):
-        train_sft(model, dataset_dir, tmp_path / "out", SHORT)
+        train_sft(model, dataset_dir, tmp_path / "out", SHORT, ASSISTANT_ONLY)

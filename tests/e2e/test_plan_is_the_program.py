@@ -1,0 +1,182 @@
+"""The plan is the program: each kind of plan artifact drives what runs.
+
+Each test makes one recipe edit that changes one artifact, checks that `craftc diff`
+shows it, and runs the step that the artifact drives (on the ads recipe's `smoke`
+profile, from a shared run dir prepared up to the dataset step) to see the behaviour
+change the predicted way. The last tests hand a prepared run to `launch.sh` by hand,
+from another directory, and train GRPO in two CPU processes from the compiled config.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runtime.rewards import RewardSpec, process_reward
+from tests.rewards.conftest import call, user_turn
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPE = (ROOT / "recipes/ads_analytics.craft").read_text()
+SMOKE_SFT = "stage sft  { steps 4  batch 2  per_device_batch 2  max_length 1536 }"
+SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2 }"
+PREPARED_STEPS = ("world", "distill", "gate", "dataset")
+
+
+def craftc(*args, cwd, timeout=1500):
+    return subprocess.run([sys.executable, "-m", "craftc.cli", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def compile_variant(work: Path, name: str, old: str = "", new: str = "") -> Path:
+    """Compile the ads recipe with one text edit into WORK/plans/NAME (smoke profile)."""
+    assert old in RECIPE, old
+    tree = work / "trees" / name
+    (tree / "recipes").mkdir(parents=True)
+    for part in ("schema_specs", "examples"):
+        (tree / part).symlink_to(ROOT / part, target_is_directory=True)
+    (tree / "recipes/ads_analytics.craft").write_text(RECIPE.replace(old, new) if old else RECIPE)
+    plan = work / "plans" / name
+    compiled = craftc("compile", tree / "recipes/ads_analytics.craft", "-o", plan, "--profile", "smoke", cwd=work)
+    assert compiled.returncode == 0, compiled.stderr
+    return plan
+
+
+def run_dir_from(base: Path, dest: Path, steps=PREPARED_STEPS) -> Path:
+    """A new run dir holding copies of the base run's finished steps."""
+    dest.mkdir(parents=True)
+    for step in steps:
+        shutil.copytree(base / step, dest / step, symlinks=True)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    """The unedited smoke plan, run up to the dataset step."""
+    work = tmp_path_factory.mktemp("plan_program")
+    plan = compile_variant(work, "base")
+    ran = craftc("run", plan, "--run-dir", work / "run", "--until", "dataset", cwd=work)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    return work, plan, work / "run"
+
+
+def diff_text(work: Path, a: Path, b: Path) -> str:
+    shown = craftc("diff", a, b, cwd=work)
+    assert shown.returncode == 2, shown.stderr        # 2: the plans differ
+    return shown.stdout
+
+
+def test_a_judge_vote_rule_drives_the_gate(base):
+    work, plan, run = base
+    edited = compile_variant(work, "vote", "vote unanimous", "vote majority")
+    assert "specs/gates.json" in diff_text(work, plan, edited)
+    new_run = run_dir_from(run, work / "runs" / "vote", ("world", "distill"))
+    assert craftc("run", edited, "--run-dir", new_run, "--only", "gate", cwd=work).returncode == 0
+    accepted = {r: json.loads((d / "gate/manifest.json").read_text())["metrics"]["accepted"]
+                for r, d in (("unanimous", run), ("majority", new_run))}
+    # A majority of three judges lets through candidates that one judge rejects.
+    assert accepted["majority"] > accepted["unanimous"], accepted
+    read = json.loads((new_run / "gate/manifest.json").read_text())["plan_files"]
+    assert "specs/gates.json" in read
+
+
+def test_a_prompt_template_drives_the_dataset_text(base):
+    work, plan, run = base
+    edited = compile_variant(work, "tool_doc", "format {", 'tool run_code { doc "Runs CODE in the warehouse sandbox (edited)" }\n  format {')
+    assert "prompts/system_stripped.md" in diff_text(work, plan, edited)
+    new_run = run_dir_from(run, work / "runs" / "tool_doc", ("world", "distill", "gate"))
+    assert craftc("run", edited, "--run-dir", new_run, "--only", "dataset", cwd=work).returncode == 0
+    from datasets import load_from_disk
+
+    for run_dir, present in ((run, False), (new_run, True)):
+        first = load_from_disk(str(run_dir / "dataset/dataset/stripped"))[0]["messages"][0]["content"]
+        assert ("sandbox (edited)" in first) is present
+
+
+def test_dropping_tool_outputs_from_mask_stops_sft_with_the_mask_report(base):
+    work, plan, run = base
+    edited = compile_variant(work, "mask", SMOKE_SFT, SMOKE_SFT.replace("max_length 1536", "max_length 1536  mask system, user"))
+    assert "specs/masking.json" in diff_text(work, plan, edited)
+    new_run = run_dir_from(run, work / "runs" / "mask")
+    ran = craftc("run", edited, "--run-dir", new_run, "--only", "sft", cwd=work)
+    assert ran.returncode == 1
+    output = ran.stdout + ran.stderr
+    assert "(tool)" in output and "keep `tool_outputs` in the stage's `mask`" in output
+    report = json.loads((new_run / ".tmp-sft/craft/mask_report.json").read_text())
+    assert report["roles"]["tool"] == "trained" and report["per_role"]["tool"]["trainable"] > 0
+
+
+def test_a_penalty_weight_drives_the_reward(base):
+    work, plan, _ = base
+    edited = compile_variant(work, "penalty", "aggregate normalized }",
+                             "aggregate normalized  penalties { select_star 0.5 } }")
+    assert "specs/reward.json" in diff_text(work, plan, edited)
+    # The grpo step's trainer scores rollouts with the plan's reward spec (GRPOJob.from_plan).
+    turn = user_turn(call(code="result = api.query('SELECT * FROM campaign')"))
+    scores = {p.name: process_reward(turn, RewardSpec.from_json(p / "specs/reward.json").penalties)
+              for p in (plan, edited)}
+    assert scores == {"base": pytest.approx(0.95), "penalty": pytest.approx(0.5)}
+
+
+def test_per_device_batch_drives_the_launched_trainer(base):
+    work, plan, run = base
+    edited = compile_variant(work, "batch", SMOKE_SFT, SMOKE_SFT.replace("per_device_batch 2", "per_device_batch 1"))
+    assert "stages/sft/trl_config.json" in diff_text(work, plan, edited)
+    new_run = run_dir_from(run, work / "runs" / "batch")
+    ran = craftc("run", edited, "--run-dir", new_run, "--only", "sft", "--no-launch", cwd=work)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert f"launch by hand: bash {edited}/stages/sft/launch.sh {new_run}/sft/craft_config.json" in ran.stderr
+    # launch.sh hands the trainer the plan dir; the trainer's SFTConfig is trl_config.json as compiled.
+    from runtime.train.sft import read_stage_plan, sft_config
+
+    args = {p.name: sft_config(read_stage_plan(p, "sft")[0], work / "out") for p in (plan, edited)}
+    assert (args["base"].per_device_train_batch_size, args["base"].gradient_accumulation_steps) == (2, 1)
+    assert (args["batch"].per_device_train_batch_size, args["batch"].gradient_accumulation_steps) == (1, 2)
+
+
+def test_each_stage_launches_by_hand_from_another_directory_and_the_run_goes_on(base, tmp_path):
+    work, plan, run = base
+    new_run = run_dir_from(run, work / "runs" / "handoff")
+    prepared = craftc("run", plan, "--run-dir", new_run, "--from", "sft", "--until", "grpo", "--no-launch", cwd=work)
+    assert prepared.returncode == 0, prepared.stderr[-3000:]
+    for step in ("sft", "grpo"):
+        assert json.loads((new_run / step / "manifest.json").read_text())["status"] == "prepared"
+    # Elsewhere (another directory, as on another machine): the plan's launch.sh with the recorded configs.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for script, config in (("sft", "sft/craft_config.json"), ("sft", "sft/stuffed_config.json"),
+                           ("grpo", "grpo/grpo_config.json")):
+        launched = subprocess.run(["bash", str(plan / "stages" / script / "launch.sh"), str(new_run / config)],
+                                  cwd=elsewhere, capture_output=True, text=True, timeout=1500,
+                                  env={**__import__("os").environ,
+                                       "PATH": f"{Path(sys.executable).parent}:{__import__('os').environ['PATH']}"})
+        assert launched.returncode == 0, launched.stderr[-3000:]
+    went_on = craftc("run", plan, "--run-dir", new_run, "--from", "eval", cwd=work)
+    assert went_on.returncode == 0, went_on.stdout[-3000:] + went_on.stderr[-3000:]
+    assert "sft: adopted what its launch trained" in went_on.stderr
+    for step in ("sft", "grpo", "eval", "report"):
+        manifest = json.loads((new_run / step / "manifest.json").read_text())
+        assert manifest["status"] == "complete"
+    assert json.loads((new_run / "sft/manifest.json").read_text())["metrics"]["craft"]["steps"] == 4
+
+
+def test_grpo_trains_in_two_cpu_processes_from_the_compiled_accelerate_config(base):
+    work, plan, run = base
+    two = SMOKE_GRPO.replace("batch 2  per_device_batch 2", "batch 4  per_device_batch 2  parallel ddp  gpus 0  processes 2")
+    edited = compile_variant(work, "ddp", SMOKE_GRPO, two)
+    assert "num_processes: 2" in (edited / "stages/grpo/accelerate.yaml").read_text()
+    new_run = run_dir_from(run, work / "runs" / "ddp")
+    ran = craftc("run", edited, "--run-dir", new_run, "--until", "grpo", cwd=work)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert f"+ bash {edited}/stages/grpo/launch.sh" in ran.stdout   # the plan's launch.sh, printed first
+    summary = json.loads((new_run / "grpo/grpo_summary.json").read_text())
+    assert summary["world_size"] == 2 and summary["steps"] == 2
+    weights = json.loads((edited / "specs/reward.json").read_text())["normalised_weights"]
+    logged = [json.loads(line) for line in (new_run / "grpo/metrics.jsonl").read_text().splitlines()]
+    steps = [entry for entry in logged if "reward" in entry]
+    assert len(steps) == 2
+    for entry in steps:
+        weighted = sum(w * entry[f"rewards/{c}/mean"] for c, w in weights.items())
+        assert entry["reward"] == pytest.approx(weighted, abs=1e-5)
