@@ -206,6 +206,7 @@ class ExecutionGate(Node):
     timeout_s: float = 10.0
     memory_mb: int = 1024
     jobs_per_process: int = 1   # sandbox process reuse: 1 = a fresh process per candidate
+    secret_env: tuple[str, ...] = ()  # host variables redacted from job output, beyond *KEY*/*TOKEN*/...
 
 
 class OutputGate(Node):

@@ -99,6 +99,9 @@ BLOCK_KEYS: dict[str, dict[str, Key]] = {
         "jobs_per_process": Key("int", "candidates one sandbox process may run in turn (1: a fresh "
                                 "process each; more is faster, and a candidate's changes to modules "
                                 "can reach later ones)", "1", low=1, high=1000),
+        "secret_env": Key("name_list", "host environment variables whose values are redacted from "
+                          "what sandboxed code returns, beyond names with KEY, TOKEN, SECRET or "
+                          "PASSWORD (docs/sandbox.md)", "none"),
     },
     "gate.output": {
         "reject": Key("enum_list", "output problems rejected", "empty, incomplete, mismatch",
