@@ -207,6 +207,7 @@ class ExecutionGate(Node):
     memory_mb: int = 1024
     jobs_per_process: int = 1   # sandbox process reuse: 1 = a fresh process per candidate
     workers: int = 2            # sandbox processes running code at once (gate, GRPO rollouts, eval)
+    secret_env: tuple[str, ...] = ()  # host variables redacted from job output, beyond *KEY*/*TOKEN*/...
 
 
 class OutputGate(Node):

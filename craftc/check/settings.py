@@ -101,6 +101,9 @@ BLOCK_KEYS: dict[str, dict[str, Key]] = {
                                 "can reach later ones)", "1", low=1, high=1000),
         "workers": Key("int", "sandbox processes running agent code at once, in the gate, GRPO rollouts "
                        "and eval (a warning when above the machine's CPUs)", "2", low=1, high=256),
+        "secret_env": Key("name_list", "host environment variables whose values are redacted from "
+                          "what sandboxed code returns, beyond names with KEY, TOKEN, SECRET or "
+                          "PASSWORD (docs/sandbox.md)", "none"),
     },
     "gate.output": {
         "reject": Key("enum_list", "output problems rejected", "empty, incomplete, mismatch",

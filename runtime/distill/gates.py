@@ -89,7 +89,8 @@ def sandbox_limits(recipe: Recipe):
 
     gate = recipe.gates.execution
     return SandboxLimits(wall_timeout_s=gate.timeout_s, cpu_s=max(1, math.ceil(gate.timeout_s)),
-                         memory_mb=gate.memory_mb, jobs_per_process=gate.jobs_per_process)
+                         memory_mb=gate.memory_mb, jobs_per_process=gate.jobs_per_process,
+                         secret_env=gate.secret_env)
 
 
 def execution_rejection(result, reject: tuple[str, ...]) -> tuple[str, str] | None:
@@ -111,7 +112,7 @@ def _execution_summary(result) -> dict[str, Any]:
             "error_type": result.error_type, "error_message": (result.error_message or "")[:500],
             "rows": result.result_rows, "columns": list(result.result_columns),
             "preview": result.result_preview, "stdout_tail": result.stdout_tail[-500:],
-            "wall_s": round(result.wall_s, 4),
+            "wall_s": round(result.wall_s, 4), "redacted": list(result.redacted),
             "layers": dict(sorted(result.layers.items()))}  # which isolation layers held (docs/sandbox.md)
 
 

@@ -253,7 +253,7 @@ def sandbox_record(pool, outcomes: list[dict]) -> dict:
     """Which isolation layers protected the gate's runs, for the run's summary."""
     runs = [o["execution"]["layers"] for o in outcomes if o.get("execution", {}).get("ran")]
     names = sorted({name for layers in runs for name in layers})
-    return {"workers": pool.size, "jobs_per_process": pool.limits.jobs_per_process,
+    return {"workers": pool.size, "jobs_per_process": pool.limits.jobs_per_process, "redacted": pool.redactions,
             "worker_huge_pages": pool.huge_pages, "runs": len(runs),
             "layers_on_in_every_run": [n for n in names if all(layers.get(n) for layers in runs)],
             "layers_off_in_some_run": {n: sum(not layers.get(n) for layers in runs) for n in names

@@ -124,8 +124,9 @@ def run_eval(ctx):
     (ctx.out_dir / "episodes").mkdir(parents=True, exist_ok=True)
     results = {}
     warmup = warmup_jobs(tasks)
-    with SandboxPool(sandbox_workers(recipe, ctx.console), ctx.input_dir("world") / "warehouse.duckdb",
-                     SandboxLimits(), "runtime.world.api:WarehouseApi", warmup=warmup) as sandbox:
+    limits = SandboxLimits(secret_env=recipe.gates.execution.secret_env)  # eval's own limits, the gate's redaction
+    with SandboxPool(sandbox_workers(recipe, ctx.console), ctx.input_dir("world") / "warehouse.duckdb", limits,
+                     "runtime.world.api:WarehouseApi", warmup=warmup) as sandbox:
         references = reference_frames(tasks, sandbox)
         for arm in recipe.eval.arms:
             ctx.console.print(f"eval: arm {arm} on {len(tasks)} instances")
@@ -138,4 +139,5 @@ def run_eval(ctx):
               "prompts": builder["eval_arms"], "stuffed_training": "sft step, the same stage settings on dataset/stuffed"}
     _write_atomic(ctx.out_dir / "eval.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
     flat = {f"{arm}.{m}": v["value"] for arm, r in results.items() for m, v in r["all"].items()}
+    flat["sandbox_redacted"] = sandbox.redactions  # secret values cut out of tool output (docs/sandbox.md)
     return StepResult(metrics=flat, outputs=("eval.json", *[f"episodes/{a}.jsonl" for a in results]))

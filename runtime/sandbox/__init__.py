@@ -3,9 +3,10 @@
 See docs/sandbox.md for the isolation layers and what each one guarantees.
 """
 
-from .limits import SandboxError, SandboxLimits
+from .limits import JOB_ENVIRONMENT, SandboxError, SandboxLimits
 from .pool import SandboxPool
 from .result import ERROR_CLASSES, ExecResult
 from .sizing import sandbox_workers
 
-__all__ = ["ERROR_CLASSES", "ExecResult", "SandboxError", "SandboxLimits", "SandboxPool", "sandbox_workers"]
+__all__ = ["ERROR_CLASSES", "ExecResult", "JOB_ENVIRONMENT", "SandboxError", "SandboxLimits", "SandboxPool",
+           "sandbox_workers"]

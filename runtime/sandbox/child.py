@@ -23,6 +23,7 @@ import numpy
 import pandas as pd
 
 from . import guards
+from .limits import job_environment
 from .protocol import read_frame, write_frame
 from .result import frame_to_bytes, to_frame
 
@@ -128,7 +129,9 @@ def serve_jobs(ctx: dict, temp_dir: str, uid: int, job_fd: int, out_fd: int) -> 
     keep_fds = {job_fd, out_fd, *ctx["keep_fds"]}
     _close_inherited_fds(keep=keep_fds)
     os.chdir(temp_dir)
-    os.environ.update(TMPDIR=temp_dir, HOME=temp_dir)
+    # Exactly the allow-list (the worker already started from it; a library may have added to it since).
+    os.environ.clear()
+    os.environ.update(job_environment(temp_dir))
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # native code printing must not reach the host's terminal
         os.dup2(devnull, fd)

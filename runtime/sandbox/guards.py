@@ -34,6 +34,21 @@ def enter_network_namespace() -> bool:
     return False
 
 
+def started_with_only(names: set[str]) -> bool:
+    """Whether this process was exec'd with no environment variable outside `names`.
+
+    Read from /proc/self/environ, which keeps the environment a process started with
+    (job processes, forks of the worker, show the worker's); changing os.environ later
+    does not change it.
+    """
+    try:
+        with open("/proc/self/environ", "rb") as environ:
+            entries = environ.read().split(b"\0")
+    except OSError:
+        return False
+    return {entry.split(b"=", 1)[0].decode(errors="replace") for entry in entries if entry} <= names
+
+
 def die_with_parent() -> None:
     """Ask the kernel to SIGKILL this process when its parent dies (no orphans)."""
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)

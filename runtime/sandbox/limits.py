@@ -3,6 +3,31 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from types import MappingProxyType
+
+# The whole environment a sandbox worker starts with, and every job process runs
+# with: nothing of the host's environment is passed on, since that is where API
+# keys live (a teacher's `api_key_env`). The thread counts are 1 because a job
+# process may not start threads (RLIMIT_NPROC). `job_environment` adds TMPDIR and
+# HOME (docs/sandbox.md, "The environment").
+JOB_ENVIRONMENT = MappingProxyType({
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+})
+
+
+def job_environment(private_dir: str) -> dict[str, str]:
+    """The environment of a process whose temp dir and home are `private_dir`.
+
+    Example:
+        >>> sorted(job_environment("/tmp/job-1"))[:3]
+        ['HOME', 'LANG', 'LC_ALL']
+    """
+    return {**JOB_ENVIRONMENT, "TMPDIR": private_dir, "HOME": private_dir}
 
 
 class SandboxError(ValueError):
@@ -31,11 +56,17 @@ class SandboxLimits:
     sandbox_uid_base: int = 64000      # job uid = base + worker slot (distinct uids cannot signal each other)
     audit_hook: bool = True            # off only to test that the kernel layers hold on their own
     jobs_per_process: int = 1          # 1: a fresh process per job; N: up to N jobs per process (trusted code only)
+    # Host variables whose values are redacted from what jobs send back, beyond the
+    # secret-looking names (runtime.sandbox.redact); names only, never values.
+    secret_env: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         problems = []
+        object.__setattr__(self, "secret_env", _names(self.secret_env, problems))
         for field in fields(self):
             value = getattr(self, field.name)
+            if field.name == "secret_env":
+                continue
             if field.type == "bool":
                 if not isinstance(value, bool):
                     problems.append(f"`{field.name}` must be true or false, got {value!r}")
@@ -48,3 +79,12 @@ class SandboxLimits:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def _names(value, problems: list[str]) -> tuple[str, ...]:
+    # JSON (the worker's copy) turns the tuple into a list.
+    if isinstance(value, str) or not isinstance(value, (tuple, list)) or not all(
+            isinstance(name, str) and name for name in value):
+        problems.append(f"`secret_env` must be a list of environment variable names, got {value!r}")
+        return ()
+    return tuple(value)

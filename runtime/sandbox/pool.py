@@ -9,12 +9,14 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .limits import SandboxError, SandboxLimits
+from .limits import SandboxError, SandboxLimits, job_environment
 from .protocol import FrameError, FrameTimeout, read_frame, write_frame
+from .redact import Redactor, secret_values
 from .result import ERROR_CLASSES, ExecResult, frame_from_bytes, render_preview
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding `runtime/`
@@ -35,11 +37,10 @@ class _Worker:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([_PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")])}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "runtime.sandbox.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=None if os.environ.get("CRAFT_SANDBOX_DEBUG") else subprocess.DEVNULL,
-            cwd=_PACKAGE_ROOT, env=env, start_new_session=True)
+            cwd=_PACKAGE_ROOT, env=worker_environment(), start_new_session=True)
         write_frame(self.proc.stdin.fileno(), {**self.init, "slot": self.slot})
 
     def wait_ready(self) -> None:
@@ -70,7 +71,7 @@ class _Worker:
         for pipe in (self.proc.stdin, self.proc.stdout) if self.proc else ():
             pipe.close()
 
-    def execute(self, job: dict, limits: SandboxLimits) -> ExecResult:
+    def execute(self, job: dict, limits: SandboxLimits, redactor: Redactor) -> ExecResult:
         deadline = time.monotonic() + limits.wall_timeout_s + _REPLY_GRACE_S
         started = time.perf_counter()
         try:
@@ -88,7 +89,19 @@ class _Worker:
                 error_message="the sandbox worker stopped answering and was replaced" if timed_out
                 else "the sandbox worker died and was replaced",
                 wall_s=time.perf_counter() - started, layers=dict(self.layers), worker_slot=self.slot)
-        return build_result(reply, payload, limits, self.slot)
+        # Every consumer (gate outcomes, tool messages, trajectories) gets the redacted result.
+        return redactor.result(build_result(reply, payload, limits, self.slot), payload)
+
+
+def worker_environment() -> dict[str, str]:
+    """The whole environment a worker is exec'd with: the job allow-list, and where its imports live.
+
+    Exec'd, not inherited and then cleaned: `/proc/PID/environ` and `posix.environ` show
+    the environment a process was started with, and job processes are forks of the worker.
+    PYTHONPATH is this interpreter's `sys.path`, so the worker imports what the host does.
+    """
+    return {**job_environment(tempfile.gettempdir()),
+            "PYTHONPATH": os.pathsep.join(dict.fromkeys([_PACKAGE_ROOT, *(p for p in sys.path if p)]))}
 
 
 def _failure(reply: dict, limits: SandboxLimits) -> tuple[str, str]:
@@ -179,6 +192,8 @@ class SandboxPool:
         if not isinstance(api_factory, str) or not _FACTORY_SPEC.match(api_factory):
             raise SandboxError(f"api_factory must look like `package.module:callable`, got {api_factory!r}")
         self.limits = limits or SandboxLimits()
+        # Values read now, in the host: workers and jobs never have them (worker_environment).
+        self._redactor = Redactor(secret_values(self.limits.secret_env))
         # Trusted code only (reference solutions): it runs in the workers themselves.
         warmup = [_job_frame(*((job,) if isinstance(job, str) else tuple(job))) for job in warmup][:_MAX_WARMUP]
         init = {"kind": "init", "db_path": str(Path(db_path).resolve()), "api_factory": api_factory,
@@ -217,6 +232,11 @@ class SandboxPool:
         """2 MiB pages backing each worker's heap (the fewest over the workers); 0 without THP."""
         return min(worker.huge_pages for worker in self._workers)
 
+    @property
+    def redactions(self) -> dict[str, int]:
+        """Secret values cut out of job results so far, per host variable name (redact.py)."""
+        return self._redactor.counts
+
     def run(self, code: str, params: dict | None = None) -> ExecResult:
         return self._run_frame(_job_frame(code, params))
 
@@ -229,7 +249,7 @@ class SandboxPool:
     def _run_frame(self, job: dict) -> ExecResult:
         worker = self._idle.get()
         try:
-            return worker.execute(job, self.limits)
+            return worker.execute(job, self.limits, self._redactor)
         finally:
             self._idle.put(worker)
 

@@ -44,6 +44,7 @@ class ExecResult:
     layers: dict[str, bool] = field(default_factory=dict)
     worker_slot: int = -1
     timings: dict[str, float] = field(default_factory=dict)  # milliseconds per step, for profiling
+    redacted: tuple[str, ...] = ()  # host variables whose values were cut out of this result (redact.py)
 
     def __post_init__(self) -> None:
         if self.error_class is not None and self.error_class not in ERROR_CLASSES:

@@ -39,7 +39,7 @@ import duckdb
 
 from . import guards
 from .child import SESSION_FINGERPRINT, serve_jobs, snapshot_host_state
-from .limits import SandboxLimits
+from .limits import JOB_ENVIRONMENT, SandboxLimits
 from .protocol import FrameError, FrameTimeout, read_frame, write_frame
 
 _LOCKDOWN = (
@@ -302,6 +302,7 @@ def main() -> None:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     guards.die_with_parent()
+    clean_environment = guards.started_with_only({*JOB_ENVIRONMENT, "TMPDIR", "HOME", "PYTHONPATH"})
     try:
         init, _ = read_frame(in_fd)
         sys.path[:] = init["sys_path"]
@@ -322,7 +323,9 @@ def main() -> None:
     ctx = {"limits": limits, "api": api, "api_factory": factory, "con": con, "host_state": snapshot_host_state(),
            "numpy_rng_state": numpy.random.get_state(),
            "session_baseline": list(con.execute(SESSION_FINGERPRINT).fetchall()[0]), "read_roots": guards.interpreter_read_roots() + (_SANDBOX_SOURCE,),
-           "keep_fds": _open_fds() - {in_fd, out_fd}, "layers": {"process": True, "wall_timeout": True, "net_namespace": net, **db_layers}}
+           "keep_fds": _open_fds() - {in_fd, out_fd},
+           "layers": {"process": True, "wall_timeout": True, "net_namespace": net, "clean_environment": clean_environment,
+                      **db_layers}}
     # Objects that exist now are never collected: job processes then do not
     # touch (copy) their pages when the garbage collector runs.
     gc.collect()

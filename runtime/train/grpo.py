@@ -61,6 +61,7 @@ class GRPOJob:
     wording: dict                   # {"user": ..., "tool": ...}
     fmt: dict                       # block tag names
     workers: int                    # sandbox workers (gate execution { workers })
+    secret_env: list                # extra host variables redacted from tool output (gate execution)
     seed: int
     schema: dict | None = None                    # craftc.ir.Schema as JSON, for consistency/judge
     api_factory: str = "runtime.world.api:WarehouseApi"
@@ -107,7 +108,8 @@ class GRPOJob:
             reward={"weights": spec.weights, "aggregate": spec.aggregate, "penalties": spec.penalties,
                     "step_rewards": spec.step_rewards},
             stage=stage.model_dump(mode="json"), trl=trl, wording={"user": wording.user, "tool": wording.tool},
-            fmt=builder["format"], workers=recipe.gates.execution.workers, seed=recipe.seed,
+            fmt=builder["format"], workers=recipe.gates.execution.workers,
+            secret_env=list(recipe.gates.execution.secret_env), seed=recipe.seed,
             schema=recipe.schema_.model_dump(mode="json"),
         )
 
@@ -416,7 +418,8 @@ def train_grpo(job: GRPOJob) -> dict:
     started = time.time()
     warmup = warmup_jobs(tasks)
     group = job.stage["group"]
-    with SandboxPool(job.workers, job.warehouse, SandboxLimits(), job.api_factory, warmup=warmup) as sandbox:
+    limits = SandboxLimits(secret_env=tuple(job.secret_env))
+    with SandboxPool(job.workers, job.warehouse, limits, job.api_factory, warmup=warmup) as sandbox:
         rows, references = build_rows(job, sandbox, tasks)
         probe = rows[: job.measure_rows]
         before = measure(job, model, tokenizer, sandbox, probe, references, terms)
@@ -440,6 +443,7 @@ def train_grpo(job: GRPOJob) -> dict:
         "before": before, "after": after, "sampled_per_row": group,
         "before_sampled": before_sampled, "after_sampled": after_sampled,
         "wall_s": round(time.time() - started, 1), "completion_room": room,
+        "sandbox_redacted": sandbox.redactions,    # secret values cut out of tool output (docs/sandbox.md)
     }
     if trainer.is_world_process_zero():
         with open(out / "metrics.jsonl.tmp", "w") as fh:

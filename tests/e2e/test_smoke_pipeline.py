@@ -107,3 +107,13 @@ def test_a_binding_only_schema_change_reuses_training_and_keeps_the_agent_unchan
     # The warehouse file moved its tables and renamed its columns; what the agent sees and
     # does through the logical views is byte for byte the same.
     assert _episodes(run_dir) == before
+
+
+def test_every_plan_file_outside_review_is_read_by_some_step(smoke_run):
+    """The plan is the program: an artifact no step reads would be decorative."""
+    work, run_dir = smoke_run
+    plan = work / "plan_v1"
+    files = {p.relative_to(plan).as_posix() for p in plan.rglob("*") if p.is_file()}
+    read = {f for step in STEPS for f in json.loads((run_dir / step / "manifest.json").read_text())["plan_files"]}
+    assert {f for f in files if not f.startswith("review/")} - read == set()
+    assert read <= files

@@ -16,7 +16,7 @@ TRL = {"learning_rate": 1e-4, "max_steps": 3, "num_generations": 2, "per_device_
        "disable_tqdm": True, "reward_weights": list(WEIGHTS.values())}
 STAGE = {"group": 2, "max_turns": 2, "max_new_tokens": 16, "temperature": 1.0}
 PLAIN = {"wording": {"user": "{ask}", "tool": "Output of the CODE block:\n{output}"},
-         "fmt": {"think": "THINK", "plan": "PLAN", "code": "CODE", "answer": "ANSWER"}, "workers": 2, "seed": 0}
+         "fmt": {"think": "THINK", "plan": "PLAN", "code": "CODE", "answer": "ANSWER"}, "workers": 2, "secret_env": [], "seed": 0}
 
 
 @pytest.fixture(scope="module")

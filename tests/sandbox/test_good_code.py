@@ -101,11 +101,12 @@ def test_run_many_keeps_order_and_uses_every_worker(pool):
 
 def test_every_reported_layer_is_active_on_a_root_linux_host(pool):
     run = pool.run("result = 1")
-    assert set(run.layers) == {"process", "wall_timeout", "net_namespace", "readonly_db", "duckdb_locked",
+    assert set(run.layers) == {"process", "wall_timeout", "net_namespace", "clean_environment", "readonly_db", "duckdb_locked",
                                "uid_drop", "rlimit_memory", "rlimit_cpu", "rlimit_fsize", "rlimit_nofile",
                                "rlimit_nproc", "private_tmp", "audit_hook", "fresh_process"}
     # Which layers are on depends on the host; process-level ones always are.
     assert run.layers["process"] and run.layers["audit_hook"] and run.layers["readonly_db"]
+    assert run.layers["clean_environment"]  # the worker was exec'd with the allow-list only
     assert run.layers["fresh_process"]  # jobs_per_process 1: every job in a new fork
 
 

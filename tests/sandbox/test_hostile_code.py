@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import runtime.sandbox
-from sandbox_support import sha256
+from runtime.sandbox.limits import JOB_ENVIRONMENT
+from sandbox_support import HOST_SECRETS, assert_no_host_secret, pool_under_host_secrets, sha256
 
 DB_PATH = "api.query(\"SELECT path FROM duckdb_databases() WHERE NOT internal\")['path'][0]"
 
@@ -75,6 +76,68 @@ ATTACKS = [
     ("sys_exit", "import sys\nsys.exit(0)", "RuntimeError"),
     ("os_exit", "import os\nos._exit(0)", "WorkerCrashed"),
 ]
+
+
+# Reading the host's environment (an API key exported for the teacher). Every route
+# fails, or finds only the job's own allow-listed variables (limits.JOB_ENVIRONMENT);
+# None: the code runs and finds nothing secret.
+ENVIRONMENT_ATTACKS = [
+    ("os_environ_get", "import os\nresult = {'k': [os.environ.get('OPENAI_API_KEY')]}", None),
+    ("os_getenv", "import os\nresult = str(os.getenv('OPENAI_API_KEY'))", None),
+    ("whole_os_environ", "import os\nresult = dict(os.environ)", None),
+    ("os_environb", "import os\nresult = repr(os.environb)", None),
+    ("posix_environ", "import posix\nresult = repr(posix.environ)", None),
+    ("print_environ", "import os\nprint([v for k, v in os.environ.items() if 'KEY' in k or 'DSN' in k])\nresult = 1", None),
+    ("proc_self_environ", "result = open('/proc/self/environ', 'rb').read()", "SecurityViolation"),
+    ("worker_proc_environ", "import os\nresult = open(f'/proc/{os.getppid()}/environ', 'rb').read()",
+     "SecurityViolation"),
+    ("init_proc_environ", "result = open('/proc/1/environ', 'rb').read()", "SecurityViolation"),
+    ("thread_proc_environ", "import glob\nresult = [open(p, 'rb').read() for p in glob.glob('/proc/self/task/*/environ')]",
+     "SecurityViolation"),
+    ("environ_copy_from_thread", "import os, threading\nseen = []\n"
+     "t = threading.Thread(target=lambda: seen.append(os.environ.copy()))\nt.start()\nt.join()\nresult = repr(seen)",
+     "RuntimeError"),
+    ("libc_getenv", "import ctypes\nlibc = ctypes.CDLL(None)\nlibc.getenv.restype = ctypes.c_char_p\n"
+     "result = libc.getenv(b'OPENAI_API_KEY')", "SecurityViolation"),
+]
+
+
+@pytest.fixture(scope="module")
+def secrets_pool(warehouse):
+    with pool_under_host_secrets(warehouse) as pool:
+        yield pool
+
+
+@pytest.mark.parametrize("code, expected", [a[1:] for a in ENVIRONMENT_ATTACKS], ids=[a[0] for a in ENVIRONMENT_ATTACKS])
+def test_the_host_environment_does_not_reach_agent_code(secrets_pool, code, expected):
+    run = secrets_pool.run(code)
+    assert run.error_class == expected, run.error_message
+    assert_no_host_secret(run)
+
+
+def test_a_job_sees_only_the_allow_listed_environment(secrets_pool):
+    run = secrets_pool.run("import os, posix\nresult = {'os': ' '.join(sorted(os.environ)), 'posix': "
+                           "b' '.join(sorted(posix.environ)).decode(), 'home': os.environ['HOME'], "
+                           "'tmp': os.environ['TMPDIR'], 'cwd': os.getcwd()}")
+    seen = run.result_frame.iloc[0]
+    assert seen["os"].split() == sorted([*JOB_ENVIRONMENT, "HOME", "TMPDIR"])
+    assert seen["posix"] == seen["os"]
+    assert seen["home"] == seen["tmp"] == seen["cwd"]  # the job's private temp dir
+
+
+def test_the_allow_list_is_documented():
+    doc = (Path(__file__).parents[2] / "docs" / "sandbox.md").read_text()
+    for name, value in JOB_ENVIRONMENT.items():
+        assert f"`{name}`" in doc and f"`{value}`" in doc, name
+
+
+def test_workers_are_started_with_the_clean_environment_too(secrets_pool):
+    # What /proc/PID/environ shows is the environment a process was exec'd with, and job
+    # processes are forks of the worker: so the worker itself must never have had the secrets.
+    worker = secrets_pool._workers[0].proc.pid
+    names = {entry.split(b"=", 1)[0].decode() for entry in Path(f"/proc/{worker}/environ").read_bytes().split(b"\0") if entry}
+    assert names == {*JOB_ENVIRONMENT, "HOME", "TMPDIR", "PYTHONPATH"}
+    assert not any(value.encode() in Path(f"/proc/{worker}/environ").read_bytes() for value in HOST_SECRETS.values())
 
 
 @pytest.fixture(scope="module")

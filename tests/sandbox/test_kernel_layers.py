@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from sandbox_support import TEST_LIMITS, sha256
+from sandbox_support import TEST_LIMITS, assert_no_host_secret, pool_under_host_secrets, sha256
 from runtime.sandbox import SandboxPool
 
 
@@ -112,3 +112,21 @@ def test_private_tmp_is_the_working_directory_and_is_fresh(hookless_pool):
     assert first.ok and second.ok
     assert first.result_frame["result"][0] != second.result_frame["cwd"][0]
     assert second.result_frame["files"][0] == 0
+
+
+@pytest.fixture(scope="module")
+def hookless_secrets_pool(warehouse):
+    with pool_under_host_secrets(warehouse, replace(TEST_LIMITS, audit_hook=False)) as pool:
+        yield pool
+
+
+@pytest.mark.parametrize("path", ["/proc/self/environ", "/proc/{ppid}/environ", "/proc/1/environ"])
+def test_environ_files_are_unreadable_without_the_hook_and_hold_nothing_secret(hookless_secrets_pool, path):
+    # The job's own and its worker's environ belong to other uids once the uid is dropped
+    # (a process that changed uid is not dumpable); either way they hold only the allow-list.
+    code = f"    import os\n    result = open({path!r}.format(ppid=os.getppid()), 'rb').read()"
+    run = hookless_secrets_pool.run(_errno_of(code))
+    assert run.ok, run.error_message
+    if run.layers["uid_drop"]:
+        assert run.result_frame["result"][0] == "EACCES"
+    assert_no_host_secret(run)

@@ -14,9 +14,9 @@ from dataclasses import replace
 import pytest
 
 from runtime.sandbox import SandboxError, SandboxLimits, SandboxPool
-from sandbox_support import TEST_LIMITS, sha256
+from sandbox_support import TEST_LIMITS, assert_no_host_secret, pool_under_host_secrets, sha256
 
-from test_hostile_code import ATTACKS
+from test_hostile_code import ATTACKS, ENVIRONMENT_ATTACKS
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +124,21 @@ def test_attacks_are_contained_in_a_reused_process_too(reuse_pool, warehouse, wa
     assert sha256(warehouse) == warehouse_digest
     follow_up = reuse_pool.run("result = api.query('SELECT count(*) AS n FROM campaigns')")
     assert follow_up.ok and follow_up.result_frame["n"].tolist() == [200]
+
+
+@pytest.fixture(scope="module")
+def reuse_secrets_pool(warehouse):
+    with pool_under_host_secrets(warehouse, replace(TEST_LIMITS, jobs_per_process=4)) as pool:
+        yield pool
+
+
+@pytest.mark.parametrize("code, expected", [a[1:] for a in ENVIRONMENT_ATTACKS], ids=[a[0] for a in ENVIRONMENT_ATTACKS])
+def test_the_host_environment_does_not_reach_a_reused_process_either(reuse_secrets_pool, code, expected):
+    _start_fresh(reuse_secrets_pool, "import os\nos.environ['OPENAI_API_KEY'] = 'planted'\nresult = 1")
+    run = reuse_secrets_pool.run(code)
+    assert (run.error_class, run.layers["fresh_process"]) == (expected, False), run.error_message
+    assert_no_host_secret(run)
+    assert "planted" not in run.result_preview + run.stdout_tail  # the reset put the environment back
 
 
 def test_jobs_per_process_must_be_a_whole_positive_number():

@@ -5,13 +5,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import shlex
+import subprocess
 import sys
 
 import pytest
 
 from runtime.train.accelerate_configs import (
     PARALLEL_MODES, AccelerateConfigError, accelerate_config, write_accelerate_config)
-from runtime.train.launch import LaunchError, PreflightError, accelerate_command, preflight, run_launch
+from runtime.train.launch import LaunchError, PreflightError, launch_env, preflight, run_launch, stage_command
 
 EXPECTED_TYPE = {"cpu": "NO", "ddp_cpu": "MULTI_GPU", "ddp": "MULTI_GPU", "fsdp2": "FSDP", "zero3": "DEEPSPEED"}
 
@@ -65,31 +66,12 @@ def test_written_yaml_is_byte_reproducible(tmp_path):
     assert a == write_accelerate_config(config_for("fsdp2"), tmp_path / "b.yaml").read_bytes()
 
 
-@pytest.mark.parametrize("mode", PARALLEL_MODES)
-def test_each_launch_command_is_accepted_by_accelerates_parser(mode, tmp_path):
-    from accelerate.commands.launch import launch_command_parser
-
-    path = write_accelerate_config(config_for(mode), tmp_path / f"{mode}.yaml")
-    cmd = accelerate_command(path, 2, "runtime.train.sft", tmp_path / "sft.json", machine_rank=0)
-    assert "launch" in cmd
-    args = launch_command_parser().parse_args(cmd[cmd.index("launch") + 1:])
-    assert (args.config_file, args.num_processes, args.module) == (str(path), 2, True)
-    assert args.training_script == "runtime.train.sft"
-    assert args.training_script_args == ["--config", str(tmp_path / "sft.json")]
-
-
 CPU_DDP_SFT = "stage sft  { base tiny_moe  steps 3  lr 3e-3  batch 4  per_device_batch 2  max_length 1024  " \
               "parallel ddp  gpus 0  processes 2 }"
 
 
-def test_two_cpu_processes_run_sft_with_the_compiled_accelerate_config(tiny_model_dir, dataset_dir, tmp_path,
-                                                                        capsys):
-    """DDP over gloo on CPU, launched with the accelerate.yaml and TRL settings that craftc
-    compiles for `parallel ddp  gpus 0  processes 2`: the same SFT entry point a GPU cluster runs."""
-    import yaml
-
+def _hello_plan(tmp_path, stage_line: str):
     from craftc.emit.compile import compile_to_dir
-    from runtime.train.step import _num_processes, stage_settings
 
     hello = _project_root() / "examples" / "hello"
     recipe_dir = tmp_path / "recipe"
@@ -99,24 +81,47 @@ def test_two_cpu_processes_run_sft_with_the_compiled_accelerate_config(tiny_mode
     text = (hello / "hello.craft").read_text()
     old = "stage sft  { base tiny_moe  epochs 1  batch 8  per_device_batch 8  max_length 512 }"
     assert old in text
-    (recipe_dir / "hello.craft").write_text(text.replace(old, CPU_DDP_SFT))
+    (recipe_dir / "hello.craft").write_text(text.replace(old, stage_line))
     compiled = compile_to_dir(recipe_dir / "hello.craft", tmp_path / "plan")
     assert compiled.ok, compiled.load.render()
+    return tmp_path / "plan"
 
-    stage = compiled.recipe.stages[0]
-    acc = tmp_path / "plan" / "stages" / "sft" / "accelerate.yaml"
+
+def test_the_launch_script_runs_an_accelerate_command_accelerate_accepts(tmp_path):
+    from accelerate.commands.launch import launch_command_parser
+
+    plan = _hello_plan(tmp_path, CPU_DDP_SFT)
+    script = plan / "stages" / "sft" / "launch.sh"
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    # The argv the script execs, with its variables filled in.
+    body = script.read_text().split("CMD=(", 1)[1].split(")\n", 1)[0]
+    argv = shlex.split(body.replace("$PLAN_DIR", str(plan)).replace("$CONFIG", "step.json"))
+    args = launch_command_parser().parse_args(argv[argv.index("launch") + 1:])
+    assert args.config_file == f"{plan}/stages/sft/accelerate.yaml" and args.module is True
+    assert args.training_script == "runtime.train.sft"
+    assert args.training_script_args == ["--plan-dir", str(plan), "--stage", "sft", "--config", "step.json"]
+
+
+def test_two_cpu_processes_run_sft_with_the_compiled_accelerate_config(tiny_model_dir, dataset_dir, tmp_path,
+                                                                        capsys):
+    """DDP over gloo on CPU, launched with the plan's launch.sh for `parallel ddp  gpus 0  processes 2`:
+    the same command a GPU cluster runs."""
+    import yaml
+
+    plan = _hello_plan(tmp_path, CPU_DDP_SFT)
+    acc = plan / "stages" / "sft" / "accelerate.yaml"
     assert yaml.safe_load(acc.read_text()) == accelerate_config("ddp_cpu", gpus=2)
-    assert _num_processes(acc) == 2
-    trl_kwargs = json.loads((tmp_path / "plan" / "stages" / "sft" / "trl_config.json").read_text())
+    trl_kwargs = json.loads((plan / "stages" / "sft" / "trl_config.json").read_text())
     assert trl_kwargs["gradient_accumulation_steps"] == 1          # 4 = 2 per process x 2 processes
 
-    out = tmp_path / "out"
-    config = tmp_path / "sft.json"
+    config = tmp_path / "step" / "sft.json"
+    config.parent.mkdir()
     config.write_text(json.dumps({"model_dir": str(tiny_model_dir), "dataset_dir": str(dataset_dir),
-                                  "out_dir": str(out), "stage": stage_settings(trl_kwargs, stage)}))
-    cmd = accelerate_command(acc, _num_processes(acc), "runtime.train.sft", config)
-    run_launch(cmd, cwd=str(_project_root()))
+                                  "out_dir": "out", "trl_overrides": {}}))
+    cmd = stage_command(plan / "stages" / "sft" / "launch.sh", config)
+    run_launch(cmd, cwd=str(tmp_path), env=launch_env())
     assert capsys.readouterr().out.startswith("+ " + shlex.join(cmd))  # printed before it ran
+    out = config.parent / "out"                                        # relative to the config file
     summary = json.loads((out / "sft_summary.json").read_text())
     assert summary["world_size"] == 2 and summary["steps"] == 3
     assert (out / "final" / "model.safetensors").is_file()
