@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from craftc.diagnostics import Diagnostic, span_at
+from craftc.importer.conventions import type_kind
 from craftc.importer.model import ImportFailed, SourceColumn, SourceTable
 
 __all__ = ["read_source", "read_duckdb", "read_ddl", "read_dbt", "DDL_DIALECTS"]
@@ -17,6 +18,9 @@ __all__ = ["read_source", "read_duckdb", "read_ddl", "read_dbt", "DDL_DIALECTS"]
 DDL_DIALECTS = ("duckdb", "postgres", "bigquery", "snowflake", "mysql", "sqlite", "tsql",
                 "redshift", "databricks", "spark", "trino", "oracle", "clickhouse")
 ENUM_MAX_VALUES = 12
+# Id-like values kept per column to test refs by containment; more than this: naming only.
+VALUE_SET_CAP = 200_000
+TEXT_TYPES = ("VARCHAR", "TEXT", "STRING")
 # The catalog craft's world step writes next to the warehouse tables (docs for the API).
 CRAFT_CATALOG_SCHEMA = "craft_meta"
 
@@ -54,36 +58,45 @@ def read_duckdb(path: Path) -> list[SourceTable]:
     try:
         con = duckdb.connect(str(path), read_only=True)
     except (duckdb.Error, OSError) as exc:
-        raise _fail("E903", f"cannot open `{shown}` as a DuckDB database: {str(exc).splitlines()[0]}",
+        raise _fail("E903", f"cannot open `{shown}` as a DuckDB database: {str(exc).splitlines()[0][:200]}",
                     shown, help="check the file is a DuckDB database and not open for writing elsewhere") from None
     try:
-        tables = con.execute(
-            "SELECT schema_name, table_name, coalesce(comment, '') FROM duckdb_tables() "
-            "WHERE NOT internal AND NOT temporary AND schema_name <> ? ORDER BY schema_name, table_name",
-            [CRAFT_CATALOG_SCHEMA]).fetchall()
-        out = []
-        for schema, table, comment in tables:
-            qualified = table if schema == "main" else f"{schema}.{table}"
-            cols = con.execute(
-                "SELECT column_name, data_type, is_nullable, coalesce(comment, '') FROM duckdb_columns() "
-                "WHERE schema_name = ? AND table_name = ? ORDER BY column_index", [schema, table]).fetchall()
-            st = SourceTable(name=qualified, comment=comment)
-            for name, dtype, nullable, col_comment in cols:
-                st.columns.append(SourceColumn(name=name, type=dtype.upper(), nullable=bool(nullable),
-                                               comment=col_comment))
-            _read_constraints(con, schema, table, st)
-            _sample_values(con, qualified, st)
-            out.append(st)
+        return read_duckdb_connection(con, shown)
     finally:
         con.close()
+
+
+def read_duckdb_connection(con, shown: str) -> list[SourceTable]:
+    """The tables of an open DuckDB connection, with the evidence their data gives."""
+    tables = con.execute(
+        "SELECT schema_name, table_name, coalesce(comment, '') FROM duckdb_tables() "
+        "WHERE NOT internal AND NOT temporary AND schema_name <> ? ORDER BY schema_name, table_name",
+        [CRAFT_CATALOG_SCHEMA]).fetchall()
+    out = []
+    for schema, table, comment in tables:
+        qualified = table if schema == "main" else f"{schema}.{table}"
+        cols = con.execute(
+            "SELECT column_name, data_type, is_nullable, coalesce(comment, '') FROM duckdb_columns() "
+            "WHERE schema_name = ? AND table_name = ? ORDER BY column_index", [schema, table]).fetchall()
+        st = SourceTable(name=qualified, comment=comment, file=shown)
+        for name, dtype, nullable, col_comment in cols:
+            st.columns.append(SourceColumn(name=name, type=dtype.upper(), nullable=bool(nullable),
+                                           comment=col_comment))
+        _read_constraints(con, schema, table, st)
+        profile_data(con, _quote_ident(schema) + "." + _quote_ident(table), st)
+        out.append(st)
     if not out:
         raise _fail("E904", f"`{shown}` has no tables to import", shown,
                     help="point the import at the database that holds the warehouse tables")
     return out
 
 
+def _quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
 def _quote(name: str) -> str:
-    return ".".join('"' + part.replace('"', '""') + '"' for part in name.split("."))
+    return ".".join(_quote_ident(part) for part in name.split("."))
 
 
 def _read_constraints(con, schema: str, table: str, st: SourceTable) -> None:
@@ -100,23 +113,26 @@ def _read_constraints(con, schema: str, table: str, st: SourceTable) -> None:
             st.foreign_keys.append((cols[0], target, ref_cols[0]))
 
 
-def _sample_values(con, qualified: str, st: SourceTable) -> None:
-    """Few distinct text values suggest an enum; unique id-like columns suggest a key."""
-    rows = con.execute(f"SELECT count(*) FROM {_quote(qualified)}").fetchall()[0][0]
+def profile_data(con, relation: str, st: SourceTable) -> None:
+    """Row count, and per column non-null and distinct counts, a few values, and (for
+    columns that can hold ids) every distinct value up to VALUE_SET_CAP: the evidence
+    the key, ref and enum guesses are checked against."""
+    import duckdb
+
+    st.rows = con.execute(f"SELECT count(*) FROM {relation}").fetchone()[0]
     for col in st.columns:
-        ident = _quote(col.name)
-        if col.type in ("VARCHAR", "TEXT", "STRING") and rows:
-            values = con.execute(
-                f"SELECT DISTINCT {ident} FROM {_quote(qualified)} WHERE {ident} IS NOT NULL "
-                f"ORDER BY 1 LIMIT {ENUM_MAX_VALUES + 1}").fetchall()
-            # Repeated values from a short list read as an enum; unique ones (names) do not.
-            if len(values) <= ENUM_MAX_VALUES and rows > len(values):
-                col.values = tuple(str(v[0]) for v in values)
-        if rows and col.name.lower().endswith("id") and not st.primary_key:
-            distinct = con.execute(
-                f"SELECT count(DISTINCT {ident}), count({ident}) FROM {_quote(qualified)}").fetchall()[0]
-            if distinct[0] == distinct[1] == rows:
-                st.unique.add(col.name)
+        ident = _quote_ident(col.name)
+        try:
+            col.non_null, col.distinct = con.execute(
+                f"SELECT count({ident}), count(DISTINCT {ident}) FROM {relation}").fetchone()
+            if col.type in TEXT_TYPES and 0 < col.distinct <= ENUM_MAX_VALUES:
+                col.values = tuple(str(v[0]) for v in con.execute(
+                    f"SELECT DISTINCT {ident} FROM {relation} WHERE {ident} IS NOT NULL ORDER BY 1").fetchall())
+            if type_kind(col.type) in ("int", "string", "id") and col.distinct <= VALUE_SET_CAP:
+                col.value_set = frozenset(str(v[0]) for v in con.execute(
+                    f"SELECT DISTINCT CAST({ident} AS VARCHAR) FROM {relation} WHERE {ident} IS NOT NULL").fetchall())
+        except duckdb.Error:     # a type DuckDB cannot count or cast: no evidence, no guess from data
+            col.non_null = col.distinct = col.value_set = None
 
 
 # ------------------------------------------------------------------ SQL DDL
