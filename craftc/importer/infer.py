@@ -158,6 +158,8 @@ def infer_entities(tables: list[SourceTable]) -> list[InferredEntity]:
     index = TableIndex(tables)
     keys = {st.name: choose_key(st, _columns_naming_others(st, index)) for st in tables}
     index.keys = {t: k.column for t, k in keys.items()}
+    index.unique_keys = {t for t, k in keys.items() if not (k.history or k.repeats)}
+    index.untargetable = {t for t, k in keys.items() if k.repeats}
     entities = [_entity(st, keys[st.name], index, names) for st in tables]
     break_cycles(entities)
     return sorted(entities, key=lambda e: e.name)

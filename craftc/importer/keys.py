@@ -5,14 +5,16 @@ Rules, in order (docs/cli.md has the same list):
 1. A declared single-column primary key, or a column declared both unique and not
    null (SQL constraints, dbt `unique` + `not_null` tests), is taken as is.
 2. With data, the candidates are the columns whose values are unique and never null
-   in every row; among them the importer prefers a column called `id`, then one named
+   in every row (only the id-like ones, when the table has id-like columns: a
+   measure such as `impressions` can be unique by chance); among them the importer prefers a column called `id`, then one named
    after the table (`order_line_id`, `line_id` in `order_lines`), then the first
    id-like column that does not name another table, then the first candidate.
 3. With data but no unique column, the table is a **history table** when an id-like
    column repeats and a version column (`valid_from`, `valid_to`, `updated_at`,
-   `_fivetran_synced`, `dbt_valid_from`, ...) marks the versions: the key is that id
-   (one entity, one row per version). Otherwise the best-named column is the key
-   and the comment says it repeats.
+   `_fivetran_synced`, `dbt_valid_from`, ...) marks the versions: the key is the
+   best-named id (one entity, one row per version). Otherwise the key is the id-like
+   column with the most distinct values (a stats table's finest grain), the comment
+   says it repeats, and no other table may ref it.
 4. Without data (DDL, YAML, an empty table), the same name preference picks the key.
 
 Every choice not declared by the source carries its evidence in a `# guessed:` line.
@@ -35,6 +37,7 @@ class KeyChoice:
     column: SourceColumn
     guess: str = ""          # empty: declared by the source
     history: bool = False    # the key repeats, one row per version
+    repeats: bool = False    # the key repeats and is no history id: nothing may ref it
 
 
 def _named_after_table(col: SourceColumn, table: str) -> bool:
@@ -82,6 +85,9 @@ def choose_key(st: SourceTable, names_other: set[str]) -> KeyChoice:
     ranked = sorted(keyable, key=lambda c: _rank(c, st.columns.index(c), st.name, names_other))
     if st.rows:
         unique = [c for c in ranked if c.distinct is not None and c.distinct == c.non_null == st.rows]
+        if any(is_id_like(c.name) for c in ranked):
+            # A measure (impressions) can be unique by chance; where ids exist, only an id keys.
+            unique = [c for c in unique if is_id_like(c.name)]
         if unique:
             col = unique[0]
             return KeyChoice(col, f"key `{col.name}`: {_reason(col, st.name)}, unique and never null "
@@ -101,6 +107,8 @@ def _repeating_key(st: SourceTable, ranked: list[SourceColumn]) -> KeyChoice:
     versions = [c.name for c in st.columns if is_version_column(c.name)]
     ids = [c for c in ranked if is_id_like(c.name) and c.non_null]
     col = (ids or ranked)[0]
+    if not versions:   # no history: the column closest to unique (a stats table's finest grain)
+        col = max(ids or ranked, key=lambda c: c.distinct or 0)
     counts = (f"{st.rows} rows, {col.distinct} distinct values" if col.distinct is not None
               else f"{st.rows} rows")
     if versions and ids:
@@ -108,4 +116,4 @@ def _repeating_key(st: SourceTable, ranked: list[SourceColumn]) -> KeyChoice:
                               f"`{versions[0]}` marks the versions; one row per version", history=True)
     nulls = "" if col.non_null in (None, st.rows) else f", null in {st.rows - col.non_null} rows"
     return KeyChoice(col, f"no column is unique and never null: key `{col.name}` repeats "
-                          f"({counts}{nulls}); review, the table may need a key column")
+                          f"({counts}{nulls}); review, the table may need a key column", repeats=True)

@@ -38,6 +38,8 @@ class TableIndex:
             for strength, alias in enumerate(table_aliases(t.name)):
                 self.by_alias.setdefault(alias, []).append((strength, t.name))
         self.keys: dict[str, SourceColumn] = {}
+        self.unique_keys: set[str] = set()     # tables whose key holds one row per value
+        self.untargetable: set[str] = set()    # tables whose key repeats for no known reason
 
     def resolve(self, name: str) -> str | None:
         """A table named by a declaration: exactly, or by its last part when that is unique."""
@@ -58,10 +60,11 @@ class TableIndex:
         """
         base = id_base(column)
         hits = sorted(self.by_alias.get(base, [])) if base and is_id_like(column) else []
-        out = [t for _, t in hits if t != owner]
+        out = [t for _, t in hits if t != owner and t not in self.untargetable]
         if not same_key or not base:
             return out
-        same_key = sorted(t for t, k in self.keys.items() if k.name == column and t != owner)
+        same_key = sorted(t for t, k in self.keys.items()
+                          if k.name == column and t != owner and t in self.unique_keys)
         return out + [t for t in same_key if t not in out and len(same_key) == 1]
 
 

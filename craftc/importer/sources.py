@@ -1,4 +1,5 @@
-"""Readers for import sources: a DuckDB database, a SQL DDL file, a dbt YAML file.
+"""Readers for import sources: a DuckDB database, a SQL DDL file; dbt sources dispatch to
+craftc.importer.dbt_yaml and craftc.importer.dbt_artifacts.
 
 Each reader returns ``list[SourceTable]`` or raises :class:`ImportFailed` with a
 diagnostic that names the file, the place and the fix. Another SQL engine is one
@@ -11,9 +12,12 @@ from pathlib import Path
 
 from craftc.diagnostics import Diagnostic, span_at
 from craftc.importer.conventions import type_kind
+from craftc.importer.dbt_artifacts import read_dbt_artifacts
+from craftc.importer.dbt_yaml import is_dbt_project_file, read_dbt_project, read_dbt_yaml
 from craftc.importer.model import ImportFailed, SourceColumn, SourceTable
 
-__all__ = ["read_source", "read_duckdb", "read_ddl", "read_dbt", "DDL_DIALECTS"]
+__all__ = ["read_source", "read_source_with_notes", "read_duckdb", "read_duckdb_connection", "read_ddl",
+           "DDL_DIALECTS"]
 
 DDL_DIALECTS = ("duckdb", "postgres", "bigquery", "snowflake", "mysql", "sqlite", "tsql",
                 "redshift", "databricks", "spark", "trino", "oracle", "clickhouse")
@@ -30,21 +34,36 @@ def _fail(code: str, message: str, file: str, line: int = 1, col: int = 1, help:
 
 
 def read_source(path: str | Path, dialect: str | None = None) -> list[SourceTable]:
-    """Dispatch on the file: `.duckdb`/`.db` database, `.sql` DDL, `.yml`/`.yaml` dbt."""
+    """The tables of a source (see :func:`read_source_with_notes`)."""
+    return read_source_with_notes(path, dialect)[0]
+
+
+def read_source_with_notes(path: str | Path, dialect: str | None = None) -> tuple[list[SourceTable], list[str]]:
+    """Dispatch on the file: `.duckdb`/`.db` database, `.sql` DDL, dbt `.yml`, a dbt project
+    (its directory or dbt_project.yml), dbt `manifest.json`/`catalog.json`. Notes say what
+    was skipped or read alongside."""
     path = Path(path)
     shown = path.as_posix()
     if not path.exists():
         raise _fail("E901", f"import source `{shown}` does not exist", shown,
-                    help="pass a DuckDB file, a .sql DDL file or a dbt .yml file")
+                    help="pass a DuckDB file, a .sql DDL file, a dbt .yml file or a dbt project")
     suffix = path.suffix.lower()
+    if path.is_dir() or is_dbt_project_file(path):
+        if not (path / "dbt_project.yml").is_file() and path.is_dir():
+            raise _fail("E902", f"the directory `{shown}` is not a dbt project (no dbt_project.yml)", shown,
+                        help="pass a DuckDB file, a .sql DDL file, a dbt .yml file or a dbt project directory")
+        return read_dbt_project(path)
     if suffix in (".duckdb", ".db", ".ddb"):
-        return read_duckdb(path)
+        return read_duckdb(path), []
     if suffix == ".sql":
-        return read_ddl(path, dialect or "duckdb")
+        return read_ddl(path, dialect or "duckdb"), []
     if suffix in (".yml", ".yaml"):
-        return read_dbt(path)
+        return read_dbt_yaml(path)
+    if suffix == ".json":
+        return read_dbt_artifacts(path)
     raise _fail("E902", f"cannot tell what kind of import source `{shown}` is", shown,
-                help="use a .duckdb/.db database, a .sql DDL file or a dbt .yml/.yaml file")
+                help="use a .duckdb/.db database, a .sql DDL file, a dbt .yml/.yaml file, a dbt project "
+                     "or dbt's target/manifest.json / catalog.json")
 
 
 # ------------------------------------------------------------------ DuckDB
@@ -259,68 +278,3 @@ def _apply_comment(stmt, tables: dict[str, SourceTable]) -> None:
         for col in st.columns if st else ():
             if col.name == target.name:
                 col.comment = text
-
-
-# ------------------------------------------------------------------ dbt
-
-
-def read_dbt(path: Path) -> list[SourceTable]:
-    """dbt `sources:` and `models:` with columns, descriptions and key tests."""
-    import yaml
-
-    shown = path.as_posix()
-    text = _read_text(path)
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise _fail("E906", f"cannot parse `{shown}` as YAML: {getattr(exc, 'problem', exc)}", shown,
-                    (mark.line + 1) if mark else 1, (mark.column + 1) if mark else 1,
-                    help="fix the YAML syntax at this place") from None
-    if not isinstance(doc, dict) or not (doc.get("sources") or doc.get("models")):
-        raise _fail("E904", f"`{shown}` has no dbt `sources:` or `models:` to import", shown,
-                    help="pass a dbt schema.yml / sources.yml file")
-    tables: list[SourceTable] = []
-    for source in doc.get("sources") or []:
-        prefix = source.get("schema") or source.get("name") or ""
-        for t in source.get("tables") or []:
-            name = t.get("identifier") or t.get("name")
-            tables.append(_dbt_table(f"{prefix}.{name}" if prefix else name, t, text, shown))
-    for model in doc.get("models") or []:
-        tables.append(_dbt_table(model.get("name"), model, text, shown))
-    return tables
-
-
-def _dbt_tests(column: dict) -> list:
-    return list(column.get("data_tests") or column.get("tests") or [])
-
-
-def _dbt_table(name: str, spec: dict, text: str, shown: str) -> SourceTable:
-    st = SourceTable(name=name, comment=(spec.get("description") or "").strip(),
-                     line=_line_of(text, f"name: {spec.get('name')}"))
-    for column in spec.get("columns") or []:
-        col = SourceColumn(name=column["name"], type=str(column.get("data_type") or "VARCHAR").upper(),
-                           comment=(column.get("description") or "").strip())
-        for test in _dbt_tests(column):
-            if test == "not_null":
-                col.nullable = False
-            elif test == "unique":
-                st.unique.add(col.name)
-            elif isinstance(test, dict) and "relationships" in test:
-                rel = test["relationships"]
-                rel = rel.get("arguments", rel)
-                target = str(rel.get("to", ""))
-                target = target.split("'")[-2] if "'" in target else target   # ref('customers')
-                st.foreign_keys.append((col.name, target, rel.get("field", "")))
-            elif isinstance(test, dict) and "accepted_values" in test:
-                spec_vals = test["accepted_values"]
-                col.values = tuple(str(v) for v in spec_vals.get("arguments", spec_vals).get("values", []))
-                col.values_declared = True
-        st.columns.append(col)
-    if not st.columns:
-        raise _fail("E908", f"table `{name}` in `{shown}` has no columns", shown, st.line,
-                    help="list its columns under `columns:`")
-    pk = [c.name for c in st.columns if c.name in st.unique and not c.nullable]
-    if len(pk) == 1:
-        st.primary_key = (pk[0],)
-    return st
