@@ -91,22 +91,29 @@ def read_duckdb_connection(con, shown: str) -> list[SourceTable]:
         "SELECT schema_name, table_name, coalesce(comment, '') FROM duckdb_tables() "
         "WHERE NOT internal AND NOT temporary AND schema_name <> ? ORDER BY schema_name, table_name",
         [CRAFT_CATALOG_SCHEMA]).fetchall()
-    out = []
-    for schema, table, comment in tables:
-        qualified = table if schema == "main" else f"{schema}.{table}"
-        cols = con.execute(
-            "SELECT column_name, data_type, is_nullable, coalesce(comment, '') FROM duckdb_columns() "
-            "WHERE schema_name = ? AND table_name = ? ORDER BY column_index", [schema, table]).fetchall()
-        st = SourceTable(name=qualified, comment=comment, file=shown)
-        for name, dtype, nullable, col_comment in cols:
-            st.columns.append(SourceColumn(name=name, type=dtype.upper(), nullable=bool(nullable),
-                                           comment=col_comment))
-        _read_constraints(con, schema, table, st)
-        profile_data(con, _quote_ident(schema) + "." + _quote_ident(table), st)
-        out.append(st)
-    if not out:
+    if not tables:
         raise _fail("E904", f"`{shown}` has no tables to import", shown,
                     help="point the import at the database that holds the warehouse tables")
+    columns: dict[tuple[str, str], list] = {}
+    for schema, table, *col in con.execute(
+            "SELECT schema_name, table_name, column_name, data_type, is_nullable, coalesce(comment, '') "
+            "FROM duckdb_columns() WHERE NOT internal ORDER BY schema_name, table_name, column_index").fetchall():
+        columns.setdefault((schema, table), []).append(col)
+    constraints: dict[tuple[str, str], list] = {}
+    for schema, table, *row in con.execute(
+            "SELECT schema_name, table_name, constraint_type, constraint_column_names, referenced_table, "
+            "referenced_column_names FROM duckdb_constraints()").fetchall():
+        constraints.setdefault((schema, table), []).append(row)
+    out = []
+    for schema, table, comment in tables:
+        st = SourceTable(name=table if schema == "main" else f"{schema}.{table}", comment=comment, file=shown)
+        for name, dtype, nullable, col_comment in columns.get((schema, table), []):
+            st.columns.append(SourceColumn(name=name, type=dtype.upper(), nullable=bool(nullable),
+                                           comment=col_comment))
+        _read_constraints(constraints.get((schema, table), []), schema, st)
+        if st.columns:
+            profile_data(con, _quote_ident(schema) + "." + _quote_ident(table), st)
+            out.append(st)
     return out
 
 
@@ -118,10 +125,7 @@ def _quote(name: str) -> str:
     return ".".join(_quote_ident(part) for part in name.split("."))
 
 
-def _read_constraints(con, schema: str, table: str, st: SourceTable) -> None:
-    rows = con.execute(
-        "SELECT constraint_type, constraint_column_names, referenced_table, referenced_column_names "
-        "FROM duckdb_constraints() WHERE schema_name = ? AND table_name = ?", [schema, table]).fetchall()
+def _read_constraints(rows: list, schema: str, st: SourceTable) -> None:
     for kind, cols, ref_table, ref_cols in rows:
         if kind == "PRIMARY KEY":
             st.primary_key = tuple(cols)
@@ -133,25 +137,31 @@ def _read_constraints(con, schema: str, table: str, st: SourceTable) -> None:
 
 
 def profile_data(con, relation: str, st: SourceTable) -> None:
-    """Row count, and per column non-null and distinct counts, a few values, and (for
-    columns that can hold ids) every distinct value up to VALUE_SET_CAP: the evidence
-    the key, ref and enum guesses are checked against."""
+    """Row count, and per column non-null and distinct counts and (for columns that can
+    hold ids or enum values) every distinct value up to VALUE_SET_CAP: the evidence the
+    key, ref and enum guesses are checked against. Two queries per table."""
     import duckdb
 
-    st.rows = con.execute(f"SELECT count(*) FROM {relation}").fetchone()[0]
-    for col in st.columns:
-        ident = _quote_ident(col.name)
-        try:
-            col.non_null, col.distinct = con.execute(
-                f"SELECT count({ident}), count(DISTINCT {ident}) FROM {relation}").fetchone()
-            if col.type in TEXT_TYPES and 0 < col.distinct <= ENUM_MAX_VALUES:
-                col.values = tuple(str(v[0]) for v in con.execute(
-                    f"SELECT DISTINCT {ident} FROM {relation} WHERE {ident} IS NOT NULL ORDER BY 1").fetchall())
-            if type_kind(col.type) in ("int", "string", "id") and col.distinct <= VALUE_SET_CAP:
-                col.value_set = frozenset(str(v[0]) for v in con.execute(
-                    f"SELECT DISTINCT CAST({ident} AS VARCHAR) FROM {relation} WHERE {ident} IS NOT NULL").fetchall())
-        except duckdb.Error:     # a type DuckDB cannot count or cast: no evidence, no guess from data
-            col.non_null = col.distinct = col.value_set = None
+    try:
+        counts = con.execute("SELECT count(*), " + ", ".join(
+            f"count({_quote_ident(c.name)}), count(DISTINCT {_quote_ident(c.name)})" for c in st.columns)
+            + f" FROM {relation}").fetchone()
+    except duckdb.Error:      # a type DuckDB cannot count: no evidence, no guess from data
+        st.rows = con.execute(f"SELECT count(*) FROM {relation}").fetchone()[0]
+        return
+    st.rows = counts[0]
+    for i, col in enumerate(st.columns):
+        col.non_null, col.distinct = counts[2 * i + 1], counts[2 * i + 2]
+    listed = [c for c in st.columns if type_kind(c.type) in ("int", "string", "id") and c.distinct <= VALUE_SET_CAP]
+    if not listed:
+        return
+    values = con.execute("SELECT " + ", ".join(
+        f"list(DISTINCT CAST({_quote_ident(c.name)} AS VARCHAR)) FILTER (WHERE {_quote_ident(c.name)} IS NOT NULL)"
+        for c in listed) + f" FROM {relation}").fetchone()
+    for col, found in zip(listed, values):
+        col.value_set = frozenset(found or ())
+        if col.type in TEXT_TYPES and 0 < col.distinct <= ENUM_MAX_VALUES:
+            col.values = tuple(sorted(col.value_set))
 
 
 # ------------------------------------------------------------------ SQL DDL
