@@ -163,7 +163,7 @@ class _Reader:
         if not isinstance(value, str):
             return str(value)
         try:
-            return render_jinja(str(value), self.ctx)
+            return str(render_jinja(str(value), self.ctx))
         except Exception as exc:   # jinja2.TemplateError, _RenderError: a place, not a traceback
             line, col = _place(value, parent)
             message = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
