@@ -34,7 +34,7 @@ def import_schema(source: str | Path, name: str | None = None, dialect: str | No
     tables, notes = read_source_with_notes(source, dialect)
     shown = source.name if source.name != "dbt_project.yml" else source.parent.name or "dbt project"
     if docs_from is not None:
-        docs, doc_notes = read_source_with_notes(Path(docs_from))
+        docs, doc_notes = read_source_with_notes(Path(docs_from), seeds=False)
         notes = notes + doc_notes + merge_dbt_docs(tables, docs, Path(docs_from).name)
         shown += f" with docs from {Path(docs_from).name}"
     return import_tables(tables, name or _spec_name(source), shown, notes)

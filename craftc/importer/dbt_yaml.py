@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from craftc.diagnostics import Diagnostic, span_at
+from craftc.importer.dbt_seeds import add_seed_evidence, seed_paths
 from craftc.importer.model import ImportFailed, SourceColumn, SourceTable
 
 __all__ = ["DbtContext", "render_jinja", "relation_name", "read_dbt_yaml", "read_dbt_project", "is_dbt_project_file",
@@ -39,6 +40,7 @@ class DbtContext:
     vars: dict = field(default_factory=dict)
     docs: dict[str, str] = field(default_factory=dict)
     project: str = ""
+    seeds: list[Path] = field(default_factory=list)    # the project's seed CSVs
 
 
 class _RenderError(Exception):
@@ -280,6 +282,7 @@ def load_context(project_dir: Path | None) -> DbtContext:
         raise _fail("E910", f"`{shown}` is not a dbt project file", shown,
                     help="a dbt_project.yml is a mapping with `name:` and `version:`")
     ctx.project = str(project.get("name") or "")
+    ctx.seeds = seed_paths(project_dir, project)
     raw_vars = project.get("vars") if isinstance(project.get("vars"), dict) else {}
     for key, value in raw_vars.items():
         if isinstance(value, dict) and key == ctx.project:
@@ -314,20 +317,22 @@ def read_dbt_yaml(path: Path) -> tuple[list[SourceTable], list[str]]:
     return tables, reader.notes
 
 
-def read_dbt_project(path: Path) -> tuple[list[SourceTable], list[str]]:
-    """Every property file of a dbt project (a directory or its dbt_project.yml)."""
+def read_dbt_project(path: Path, seeds: bool = True) -> tuple[list[SourceTable], list[str]]:
+    """Every property file of a dbt project (a directory or its dbt_project.yml), with the
+    types and data of its seed CSVs."""
     root = path if path.is_dir() else path.parent
     reader = _Reader(load_context(root), root)
     tables: list[SourceTable] = []
     for yml in sorted(_walk(root, (".yml", ".yaml"))):
         if yml.name not in PROJECT_FILES:
             tables += reader.file(yml, yml.as_posix())
-    if not tables:
+    if not tables and not (seeds and reader.ctx.seeds):
         shown = (root / "dbt_project.yml").as_posix()
         raise _fail("E904", f"the dbt project `{root.as_posix()}` lists no sources, models or seeds "
                     "with columns", shown,
                     help="document columns in models/*.yml, or import target/catalog.json after `dbt docs generate`")
-    return _dedupe(tables, reader.notes), reader.notes
+    tables = add_seed_evidence(_dedupe(tables, reader.notes), reader.ctx.seeds if seeds else [], reader.notes)
+    return tables, reader.notes
 
 
 def _dedupe(tables: list[SourceTable], notes: list[str]) -> list[SourceTable]:

@@ -38,10 +38,12 @@ def read_source(path: str | Path, dialect: str | None = None) -> list[SourceTabl
     return read_source_with_notes(path, dialect)[0]
 
 
-def read_source_with_notes(path: str | Path, dialect: str | None = None) -> tuple[list[SourceTable], list[str]]:
+def read_source_with_notes(path: str | Path, dialect: str | None = None,
+                           seeds: bool = True) -> tuple[list[SourceTable], list[str]]:
     """Dispatch on the file: `.duckdb`/`.db` database, `.sql` DDL, dbt `.yml`, a dbt project
     (its directory or dbt_project.yml), dbt `manifest.json`/`catalog.json`. Notes say what
-    was skipped or read alongside."""
+    was skipped or read alongside. ``seeds=False`` leaves a dbt project's seed CSVs unread
+    (for --docs-from, where the warehouse gives types and data)."""
     path = Path(path)
     shown = path.as_posix()
     if not path.exists():
@@ -52,7 +54,7 @@ def read_source_with_notes(path: str | Path, dialect: str | None = None) -> tupl
         if not (path / "dbt_project.yml").is_file() and path.is_dir():
             raise _fail("E902", f"the directory `{shown}` is not a dbt project (no dbt_project.yml)", shown,
                         help="pass a DuckDB file, a .sql DDL file, a dbt .yml file or a dbt project directory")
-        return read_dbt_project(path)
+        return read_dbt_project(path, seeds)
     if suffix in (".duckdb", ".db", ".ddb"):
         return read_duckdb(path), []
     if suffix == ".sql":

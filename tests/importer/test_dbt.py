@@ -90,8 +90,26 @@ def test_a_project_imports_from_dbt_project_yml_with_its_jinja_rendered(tmp_path
     assert 'field cost money "Spend in micros of the account currency (USD)." -> column "cost_micros" scale 1e-06' in text
     assert "# note: skipped `stg_ads__notes`" in text
     assert "schema dbt_ads version 1 {" in text
+    # the seed CSVs back the source tables: real types, and the data as evidence
+    assert "# note: types and data from 6 seed CSVs" in text
+    assert "field clicks int nullable" in text
+    assert "history table: key `id` repeats (40 rows, 4 distinct values)" in text
+    warehouse_spec = GOLDEN.read_text()
+    for entity in ("AdStat", "AdHistory", "CampaignHistory", "Label"):
+        block = lambda spec: spec[spec.index(f"entity {entity} {{"):].split("\n  }")[0]
+        assert block(text) == block(warehouse_spec), entity
     assert import_schema(PROJECT) == text
     _checks(text, tmp_path)
+
+
+def test_a_seed_no_yaml_describes_is_imported_as_it_is(tmp_path):
+    (tmp_path / "dbt_project.yml").write_text("name: p\nversion: '1'\nconfig-version: 2\n")
+    (tmp_path / "seeds").mkdir()
+    (tmp_path / "seeds/country_codes.csv").write_text("code,name\nDE,Germany\nFR,France\n")
+    text = import_schema(tmp_path)
+    assert 'table "country_codes"' in text and "entity CountryCode {" in text
+    assert "# note: types and data from 1 seed CSVs (1 not described in YAML, imported as they are)" in text
+    _checks(text, tmp_path, "seeds.craft")
 
 
 def test_catalog_json_gives_types_and_its_manifest_gives_docs_and_tests(tmp_path):
