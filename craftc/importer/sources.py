@@ -12,6 +12,7 @@ from pathlib import Path
 
 from craftc.diagnostics import Diagnostic, span_at
 from craftc.importer.conventions import type_kind
+from craftc.importer.infer import ENUM_MAX_VALUES
 from craftc.importer.dbt_artifacts import read_dbt_artifacts
 from craftc.importer.dbt_yaml import is_dbt_project_file, read_dbt_project, read_dbt_yaml
 from craftc.importer.model import ImportFailed, SourceColumn, SourceTable
@@ -21,7 +22,6 @@ __all__ = ["read_source", "read_source_with_notes", "read_duckdb", "read_duckdb_
 
 DDL_DIALECTS = ("duckdb", "postgres", "bigquery", "snowflake", "mysql", "sqlite", "tsql",
                 "redshift", "databricks", "spark", "trino", "oracle", "clickhouse")
-ENUM_MAX_VALUES = 12
 # Id-like values kept per column to test refs by containment; more than this: naming only.
 VALUE_SET_CAP = 200_000
 TEXT_TYPES = ("VARCHAR", "TEXT", "STRING")
@@ -121,10 +121,6 @@ def read_duckdb_connection(con, shown: str) -> list[SourceTable]:
 
 def _quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
-
-
-def _quote(name: str) -> str:
-    return ".".join(_quote_ident(part) for part in name.split("."))
 
 
 def _read_constraints(rows: list, schema: str, st: SourceTable) -> None:
