@@ -228,7 +228,7 @@ def cmd_import(args) -> int:
             else:
                 sys.stdout.write(render_drift(drift, args.check, args.source))
             return 2 if drift.changes else 0
-        text = import_schema(args.source, name=args.name, dialect=args.dialect)
+        text = import_schema(args.source, name=args.name, dialect=args.dialect, docs_from=args.docs_from)
     except ImportFailed as failed:
         sys.stderr.write(render_diagnostics(failed.diagnostics, color=_color(sys.stderr)))
         return 1
@@ -282,8 +282,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("code", metavar="CODE")
     p.set_defaults(func=cmd_explain)
 
-    p = sub.add_parser("import", help="write a schema spec from a warehouse, SQL DDL or dbt YAML; --check for drift")
-    p.add_argument("source", metavar="SOURCE", help="a DuckDB file, a .sql DDL file or a dbt .yml file")
+    p = sub.add_parser("import", help="write a schema spec from a warehouse, SQL DDL or dbt; --check for drift")
+    p.add_argument("source", metavar="SOURCE",
+                   help="a DuckDB file, a .sql DDL file, a dbt .yml file, a dbt project (directory or "
+                        "dbt_project.yml) or dbt's target/manifest.json / catalog.json")
+    p.add_argument("--docs-from", metavar="DBT",
+                   help="add docs and tests from a dbt project, .yml or manifest to SOURCE's tables and types")
     p.add_argument("-o", "--output", metavar="SPEC", help="where to write the spec (default: stdout)")
     p.add_argument("--name", help="schema name (default: from the source file name)")
     p.add_argument("--dialect", help="SQL dialect of a DDL file (default duckdb): postgres, bigquery, snowflake, ...")

@@ -402,6 +402,20 @@ CODES: dict[str, CodeInfo] = {
                "An entity needs at least a key.",
                "CREATE TABLE t ();",
                "declare the table's columns"),
+    "E909": _c("dbt Jinja cannot be rendered",
+               "A dbt YAML value holds Jinja the importer cannot render: a `var()` with no value in "
+               "dbt_project.yml and no default, a `doc()` with no `{% docs %}` block, a project macro, "
+               "or a Jinja syntax error.",
+               "The importer renders dbt's Jinja the way dbt would; keeping it as text would name "
+               "tables and entities after the template.",
+               "description: \"{{ doc('cost') }}\"   # no {% docs cost %} block in the project",
+               "{% docs cost %}Spend in the account currency{% enddocs %}   # in models/docs.md"),
+    "E910": _c("unexpected dbt file structure",
+               "A dbt file has a key whose value is not what dbt expects there (`models:` as a mapping "
+               "of configs instead of a list of models, say).",
+               "dbt_project.yml configures models; property files (models/*.yml) describe them.",
+               "craftc import models/config.yml   # models: {my_project: {+materialized: view}}",
+               "craftc import dbt_project.yml     # imports the whole project"),
 }
 
 

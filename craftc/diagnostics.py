@@ -157,12 +157,31 @@ def _excerpt(span: Span, sources: Mapping[str, str], color: bool) -> list[str]:
     text = lines[span.line - 1] if span.line <= len(lines) else ""
     gutter = " " * len(str(span.line))
     end = span.end_col if span.end_line == span.line else len(text) + 1
-    width = max(end - span.col, 1)
+    text, col, width = _clip(text.replace("\t", " "), span.col, max(end - span.col, 1))
     carets = "^" * width
     if color:
         carets = f"\x1b[1;31m{carets}\x1b[0m"
-    text = text.replace("\t", " ")
-    return [f"{gutter} |", f"{span.line} | {text}", f"{gutter} | {' ' * (span.col - 1)}{carets}"]
+    return [f"{gutter} |", f"{span.line} | {text}", f"{gutter} | {' ' * (col - 1)}{carets}"]
+
+
+EXCERPT_WIDTH = 100
+
+
+def _clip(text: str, col: int, width: int) -> tuple[str, int, int]:
+    """A window of a long line around the span (a minified JSON file is one 70 KB line).
+
+    Example:
+        >>> _clip("x" * 500, 300, 3)[1:]
+        (37, 3)
+    """
+    if len(text) <= EXCERPT_WIDTH:
+        return text, col, width
+    start = max(min(col - 1 - EXCERPT_WIDTH // 3, len(text) - EXCERPT_WIDTH), 0)
+    window = text[start:start + EXCERPT_WIDTH]
+    prefix = "..." if start else ""
+    suffix = "..." if start + EXCERPT_WIDTH < len(text) else ""
+    col = col - start + len(prefix)
+    return prefix + window + suffix, col, max(min(width, EXCERPT_WIDTH - (col - len(prefix)) + 1), 1)
 
 
 def render_diagnostic(d: Diagnostic, sources: Mapping[str, str], color: bool = False) -> str:

@@ -12,26 +12,43 @@ from pathlib import Path
 
 from craftc.importer.drift import Drift, compute_drift, render_drift
 from craftc.importer.infer import infer_entities
+from craftc.importer.merge import merge_dbt_docs
 from craftc.importer.model import ImportFailed, SourceTable
-from craftc.importer.sources import DDL_DIALECTS, read_source
+from craftc.importer.names import identifier
+from craftc.importer.sources import DDL_DIALECTS, read_source, read_source_with_notes
 from craftc.importer.write_spec import write_schema_spec
 
-__all__ = ["import_schema", "read_source", "compute_drift", "render_drift", "Drift",
+__all__ = ["import_schema", "import_tables", "read_source", "compute_drift", "render_drift", "Drift",
            "ImportFailed", "SourceTable", "DDL_DIALECTS"]
 
 
-def import_schema(source: str | Path, name: str | None = None, dialect: str | None = None) -> str:
-    """Read a source and return the text of a schema spec for it.
+def import_schema(source: str | Path, name: str | None = None, dialect: str | None = None,
+                  docs_from: str | Path | None = None) -> str:
+    """Read a source (and, with ``docs_from``, a dbt project's docs and tests for it) and
+    return the text of a schema spec.
 
     Raises:
         ImportFailed: with diagnostics naming the file, the place and the fix.
     """
     source = Path(source)
-    tables = read_source(source, dialect)
-    name = name or _spec_name(source)
-    return write_schema_spec(name, infer_entities(tables), source.name)
+    tables, notes = read_source_with_notes(source, dialect)
+    shown = source.name if source.name != "dbt_project.yml" else source.parent.name or "dbt project"
+    if docs_from is not None:
+        docs, doc_notes = read_source_with_notes(Path(docs_from), seeds=False)
+        notes = notes + doc_notes + merge_dbt_docs(tables, docs, Path(docs_from).name)
+        shown += f" with docs from {Path(docs_from).name}"
+    return import_tables(tables, name or _spec_name(source), shown, notes)
+
+
+def import_tables(tables: list[SourceTable], name: str, source: str, notes: list[str] = ()) -> str:
+    """The spec text for tables already read (the in-process entry the fuzz tests use)."""
+    return write_schema_spec(identifier(name, "s"), infer_entities(tables), source, notes=list(notes))
 
 
 def _spec_name(source: Path) -> str:
-    stem = "".join(ch if ch.isalnum() else "_" for ch in source.stem.lower()).strip("_") or "imported"
-    return stem if stem[0].isalpha() else f"s_{stem}"
+    if source.name in ("manifest.json", "catalog.json") and source.parent.name == "target":
+        source = source.parent.parent.resolve()      # dbt's target dir: name it after the project
+    if source.is_dir() or source.name == "dbt_project.yml":
+        source = (source if source.is_dir() else source.parent).resolve()
+        return identifier(source.name, "s") if source.name else "imported"
+    return identifier(source.stem, "s")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from craftc.importer.infer import type_kind
+from craftc.importer.conventions import type_kind
 from craftc.importer.model import SourceTable
 from craftc.ir import Schema
 

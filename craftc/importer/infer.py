@@ -1,11 +1,14 @@
-"""Turn source tables into a schema spec: names, types, keys, refs and docs.
+"""Turn source tables into entities: names, types, keys, refs and docs.
 
-Everything that is read from the source (a declared primary key, a foreign key, a
-comment) is taken as is. Everything that is *guessed* from conventions (a key
-because a column is called ``*_id`` and holds unique values, a ref because a column
-shares its name with another table's key, an enum from a handful of distinct values,
-money in micros) is written with a ``# guessed:`` comment, so a reviewer sees
-exactly what to check.
+What the source declares (a primary key, a foreign key, a comment, dbt tests) is
+taken as is. What is *guessed* is written with a ``# guessed:`` comment giving its
+evidence, so a reviewer sees exactly what to check. Keys are chosen in
+:mod:`craftc.importer.keys`, refs in :mod:`craftc.importer.refs`; this module names
+things (every name valid, never a keyword, unique in its scope) and types fields.
+
+Enum rule: a text column is guessed an enum only when the data has at least
+``ENUM_MIN_ROWS`` non-null values, 2 to ``ENUM_MAX_VALUES`` distinct values, each
+repeating ``ENUM_MIN_REPEAT`` times on average, and every value is a valid name.
 """
 
 from __future__ import annotations
@@ -13,19 +16,34 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from craftc.importer.conventions import entity_words, id_base, is_id_like, type_kind
+from craftc.importer.keys import choose_key
 from craftc.importer.model import SourceColumn, SourceTable
+from craftc.importer.names import NameAllocator, identifier, is_name
+from craftc.importer.refs import TableIndex, break_cycles, find_ref
 
-__all__ = ["InferredField", "InferredEntity", "infer_entities", "entity_name", "type_kind"]
 
-# Words of the language that cannot be a field name without renaming.
-RESERVED = {"doc", "table", "key", "ref", "field", "metric", "entity", "schema", "nullable",
-            "deprecated", "column", "scale", "version", "recipe", "uses", "in", "from", "or"}
-TABLE_AFFIXES = re.compile(r"^(dim_|fct_|fact_|f_|d_|stg_|raw_|tbl_|src_)|(_dim|_fact|_fct|_tbl|_table)$")
+
+def snake_case(name: str) -> str:
+    """The view name the compiler gives an entity.
+
+    craftc.lower and craftc.check import each other; loading the checker first is the
+    order the compiler itself uses.
+    """
+    import craftc.check  # noqa: F401
+    from craftc.lower import snake_case as view_name
+
+    return view_name(name)
+
+
+__all__ = ["InferredField", "InferredRef", "InferredEntity", "infer_entities", "entity_name", "type_kind",
+           "ENUM_MIN_ROWS", "ENUM_MAX_VALUES", "ENUM_MIN_REPEAT"]
+
 MONEY_WORDS = re.compile(r"(cost|spend|amount|amt|price|budget|revenue|fee|total|paid)")
-INT_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "INT", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-             "UINTEGER", "UBIGINT", "INT64", "INT4", "INT8", "INT2", "NUMBER")
-FLOAT_TYPES = ("DOUBLE", "FLOAT", "REAL", "DECIMAL", "NUMERIC", "FLOAT64", "FLOAT4", "FLOAT8")
-ENUM_VALUE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MONEY_SUFFIXES = (("_micros", 1e-6), ("_cents", 0.01))
+ENUM_MIN_ROWS = 20
+ENUM_MAX_VALUES = 12
+ENUM_MIN_REPEAT = 2
 
 
 @dataclass
@@ -38,6 +56,7 @@ class InferredField:
     scale: float | None = None
     nullable: bool = False
     guesses: list[str] = field(default_factory=list)
+    preferred: str = ""          # the name wanted before clashes are resolved
 
 
 @dataclass
@@ -45,8 +64,9 @@ class InferredRef:
     name: str
     target: str
     column: str
+    doc: str = ""
     nullable: bool = False
-    guess: str = ""
+    comments: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -58,121 +78,144 @@ class InferredEntity:
     key_guess: str = ""
     fields: list[InferredField] = field(default_factory=list)
     refs: list[InferredRef] = field(default_factory=list)
-
-
-def _snake(name: str) -> str:
-    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
-    name = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_").lower()
-    if not name or name[0].isdigit():
-        name = f"f_{name}"
-    return name if name not in RESERVED else f"{name}_"
-
-
-def _singular(word: str) -> str:
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
-        return word[:-1]
-    return word
+    notes: list[str] = field(default_factory=list)   # entity-level `# guessed:` lines
 
 
 def entity_name(table: str) -> str:
     """`adw.cmp_dim` -> `Cmp`, `sales.order_items` -> `OrderItem`."""
-    base = table.split(".")[-1].lower()
-    stripped = TABLE_AFFIXES.sub("", base) or base
-    words = [w for w in re.split(r"[^a-z0-9]+", stripped) if w]
-    if words:
-        words[-1] = _singular(words[-1])
-    name = "".join(w.capitalize() for w in words) or "Table"
+    name = "".join(w.capitalize() for w in entity_words(table)) or "Table"
     return name if name[0].isalpha() else f"T{name}"
 
 
-def type_kind(source_type: str) -> str:
-    """The language type kind for a source type name."""
-    base = source_type.upper().split("(")[0].strip()
-    if base in INT_TYPES:
-        return "int"
-    if base in FLOAT_TYPES:
-        return "float"
-    if base in ("BOOLEAN", "BOOL", "BIT"):
-        return "bool"
-    if base == "DATE":
-        return "date"
-    if base.startswith("TIMESTAMP") or base in ("DATETIME", "TIMESTAMPTZ"):
-        return "timestamp"
-    if base == "UUID":
-        return "id"
-    return "string"
+def _name_entities(tables: list[SourceTable]) -> dict[str, str]:
+    """Entity names, unique, whose views (snake_case) clash neither with each other nor a table."""
+    views = NameAllocator({t.name for t in tables})
+    names: dict[str, str] = {}
+    for st in sorted(tables, key=lambda t: t.name):
+        base = entity_name(st.name)
+        candidates = [base, base + "Entity"] + [f"{base}{n}" for n in range(2, len(tables) + 3)]
+        names[st.name] = next(c for c in candidates if views.free(snake_case(c)))
+        views.take([snake_case(names[st.name])])
+    return names
+
+
+def _guess_type(col: SourceColumn) -> tuple[str, str]:
+    """(kind, guess) for a column whose source names no type."""
+    low = "_".join(identifier(col.name).split("_"))
+    if re.search(r"(_at|_timestamp|_synced|_time)$", low):
+        return "timestamp", "timestamp from the name (the source gives no type)"
+    if low == "date" or low.endswith("_date") or low.startswith("date_"):
+        return "date", "date from the name (the source gives no type)"
+    if re.match(r"^(is|has)_", low):
+        return "bool", "bool from the name (the source gives no type)"
+    return "string", ""
+
+
+def _enum_values(col: SourceColumn) -> tuple[str, ...]:
+    if not col.values or not all(is_name(v) for v in col.values) or len(set(col.values)) != len(col.values):
+        return ()
+    if col.values_declared:
+        return col.values
+    rows = col.non_null or 0
+    enough = rows >= ENUM_MIN_ROWS and 2 <= len(col.values) <= ENUM_MAX_VALUES
+    return col.values if enough and len(col.values) * ENUM_MIN_REPEAT <= rows else ()
 
 
 def _field(col: SourceColumn) -> InferredField:
-    kind = type_kind(col.type)
-    out = InferredField(name=_snake(col.name), kind=kind, column=col.name, doc=col.comment,
-                        nullable=col.nullable)
+    kind, guess = (type_kind(col.type), "") if col.type_known else _guess_type(col)
+    out = InferredField(name="", kind=kind, column=col.name, doc=col.comment, nullable=col.nullable,
+                        preferred=identifier(col.name))
     lowered = col.name.lower()
-    for suffix, scale in (("_micros", 1e-6), ("_cents", 0.01)):
-        if lowered.endswith(suffix) and kind in ("int", "float"):
-            out.name = _snake(col.name[: -len(suffix)])
+    for suffix, scale in MONEY_SUFFIXES:
+        if lowered.endswith(suffix) and (kind in ("int", "float") or not col.type_known):
+            out.preferred = identifier(col.name[: -len(suffix)])
             out.kind, out.scale = "money", scale
             out.guesses.append(f"money in units of {scale:g} from the `{suffix}` suffix")
             return out
+    if guess:
+        out.guesses.append(guess)
     if kind == "float" and MONEY_WORDS.search(lowered) and "rate" not in lowered:
         out.kind = "money"
         out.guesses.append("money from the column name")
-    if kind == "string" and col.values and all(ENUM_VALUE.match(v) for v in col.values):
-        out.kind, out.values = "enum", col.values
-        if not col.values_declared:
-            out.guesses.append(f"enum from {len(col.values)} distinct values in the data")
+    if kind == "string" and col.values:
+        values = _enum_values(col)
+        if values:
+            out.kind, out.values = "enum", values
+            if not col.values_declared:
+                out.guesses.append(f"enum: {len(values)} distinct values in {col.non_null} rows")
+        elif col.values_declared:
+            out.guesses.append("string: the accepted values are not all names the language can spell")
     return out
 
 
-def _pick_key(st: SourceTable) -> tuple[SourceColumn, str]:
-    by_name = {c.name: c for c in st.columns}
-    if len(st.primary_key) == 1 and st.primary_key[0] in by_name:
-        return by_name[st.primary_key[0]], ""
-    for col in st.columns:
-        if col.name in st.unique and col.name.lower().endswith("id"):
-            return col, "key from a unique `*id` column"
-    for col in st.columns:
-        if col.name.lower().endswith("id"):
-            return col, "key from the first `*id` column"
-    return st.columns[0], "key from the first column (no primary key declared)"
+def _columns_naming_others(st: SourceTable, index: TableIndex) -> set[str]:
+    return {c.name for c in st.columns if index.named_by(c.name, st.name, same_key=False)}
 
 
 def infer_entities(tables: list[SourceTable]) -> list[InferredEntity]:
     """Entities with keys, fields and refs; deterministic for the same tables."""
-    names: dict[str, str] = {}
-    used: set[str] = set()
-    for st in sorted(tables, key=lambda t: t.name):
-        name = entity_name(st.name)
-        while name in used:
-            name += "X"
-        used.add(name)
-        names[st.name] = name
-
-    keys = {st.name: _pick_key(st) for st in tables}
-    key_columns: dict[str, str] = {}                    # key column name -> table, when unambiguous
-    for table, (col, _) in keys.items():
-        key_columns[col.name] = table if col.name not in key_columns else ""
-
-    entities = []
-    for st in tables:
-        key_col, key_guess = keys[st.name]
-        key = InferredField(name="id", kind="id", column=key_col.name)
-        entity = InferredEntity(name=names[st.name], table=st.name, doc=st.comment, key=key,
-                                key_guess=key_guess)
-        declared = {col: target for col, target, _ in st.foreign_keys}
-        for col in st.columns:
-            if col.name == key_col.name:
-                continue
-            target, guess = declared.get(col.name), ""
-            if target is None and key_columns.get(col.name) not in (None, "", st.name):
-                target, guess = key_columns[col.name], "ref from the column name matching another table's key"
-            if target is not None and target in names:
-                ref_name = _snake(re.sub(r"_?id$", "", col.name, flags=re.I) or col.name)
-                entity.refs.append(InferredRef(name=ref_name, target=names[target], column=col.name,
-                                               nullable=col.nullable, guess=guess))
-                continue
-            entity.fields.append(_field(col))
-        entities.append(entity)
+    names = _name_entities(tables)
+    index = TableIndex(tables)
+    keys = {st.name: choose_key(st, _columns_naming_others(st, index)) for st in tables}
+    index.keys = {t: k.column for t, k in keys.items()}
+    index.unique_keys = {t for t, k in keys.items() if not (k.history or k.repeats)}
+    index.untargetable = {t for t, k in keys.items() if k.repeats}
+    entities = [_entity(st, keys[st.name], index, names) for st in tables]
+    break_cycles(entities)
     return sorted(entities, key=lambda e: e.name)
+
+
+def _entity(st: SourceTable, choice, index: TableIndex, names: dict[str, str]) -> InferredEntity:
+    key_col = choice.column
+    members = NameAllocator()
+    own_id = any(identifier(c.name) == "id" for c in st.columns if c is not key_col)
+    key_name = members.take([identifier(key_col.name)] if own_id else ["id", identifier(key_col.name)])
+    key = InferredField(name=key_name, kind="id", column=key_col.name)
+    entity = InferredEntity(name=names[st.name], table=st.name, doc=st.comment, key=key, key_guess=choice.guess)
+    if not all(c.type_known for c in st.columns):
+        entity.notes.append("types from column names: the source gives none (import a warehouse with "
+                            "--docs-from for real types)")
+    refs: list[tuple[SourceColumn, object]] = []
+    fields: list[InferredField] = []
+    for col in st.columns:
+        found = find_ref(st, col, index, names, is_key=col is key_col)
+        if found is not None and found.target:
+            refs.append((col, found))
+        if col is not key_col and (found is None or not found.target):
+            f = _field(col)
+            if found is not None:
+                f.guesses.append(found.rejected)
+            fields.append(f)
+    # Names: the key first, then fields spelt as their columns, then refs, then renamed fields.
+    for f in fields:
+        if f.preferred == identifier(f.column):
+            f.name = members.take([f.preferred])
+    for col, found in refs:
+        entity.refs.append(_ref(col, found, names, members))
+    for f in fields:
+        if not f.name:
+            f.name = members.take([f.preferred, identifier(f.column)])
+    entity.fields = fields
+    _document_parallel_refs(entity)
+    return entity
+
+
+def _ref(col: SourceColumn, found, names: dict[str, str], members: NameAllocator) -> InferredRef:
+    target = names[found.target]
+    base = id_base(col.name) if is_id_like(col.name) else col.name
+    preferred = [identifier(base)] if base else []
+    preferred += [snake_case(target), identifier(base or target) + "_ref"]
+    name = members.take(preferred, also="_id")
+    return InferredRef(name=name, target=target, column=col.name, doc=col.comment, nullable=col.nullable,
+                       comments=[found.guess] if found.guess else [])
+
+
+def _document_parallel_refs(entity: InferredEntity) -> None:
+    """Two refs to one entity need docs (W111): say which column each one follows."""
+    by_target: dict[str, list[InferredRef]] = {}
+    for r in entity.refs:
+        by_target.setdefault(r.target, []).append(r)
+    for refs in by_target.values():
+        if len(refs) > 1:
+            for r in refs:
+                r.doc = r.doc or f"The {r.target} in column {r.column}"

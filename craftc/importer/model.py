@@ -20,6 +20,11 @@ class SourceColumn:
     comment: str = ""
     values: tuple[str, ...] = ()  # a few distinct values, when the source can show data
     values_declared: bool = False # the values come from a declaration (dbt accepted_values), not data
+    type_known: bool = True       # False when the source names no type (dbt YAML without data_type)
+    # Evidence from the data, when the source holds data (None: not measured).
+    non_null: int | None = None   # rows where the column is not null
+    distinct: int | None = None   # distinct non-null values
+    value_set: frozenset[str] | None = None  # every distinct value as text, for id-like columns (capped)
 
 
 @dataclass
@@ -30,7 +35,9 @@ class SourceTable:
     foreign_keys: list[tuple[str, str, str]] = field(default_factory=list)  # (column, table, column)
     comment: str = ""
     line: int = 1                 # where the table is defined in a text source
-    unique: set[str] = field(default_factory=set)   # columns known to hold unique values
+    unique: set[str] = field(default_factory=set)   # columns declared to hold unique values
+    rows: int | None = None       # row count when the source holds data; None for DDL and YAML
+    file: str = ""                # the file that defines the table, for text sources
 
 
 class ImportFailed(Exception):

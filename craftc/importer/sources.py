@@ -1,4 +1,5 @@
-"""Readers for import sources: a DuckDB database, a SQL DDL file, a dbt YAML file.
+"""Readers for import sources: a DuckDB database, a SQL DDL file; dbt sources dispatch to
+craftc.importer.dbt_yaml and craftc.importer.dbt_artifacts.
 
 Each reader returns ``list[SourceTable]`` or raises :class:`ImportFailed` with a
 diagnostic that names the file, the place and the fix. Another SQL engine is one
@@ -10,13 +11,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from craftc.diagnostics import Diagnostic, span_at
+from craftc.importer.conventions import type_kind
+from craftc.importer.infer import ENUM_MAX_VALUES
+from craftc.importer.dbt_artifacts import read_dbt_artifacts
+from craftc.importer.dbt_yaml import is_dbt_project_file, read_dbt_project, read_dbt_yaml
 from craftc.importer.model import ImportFailed, SourceColumn, SourceTable
 
-__all__ = ["read_source", "read_duckdb", "read_ddl", "read_dbt", "DDL_DIALECTS"]
+__all__ = ["read_source", "read_source_with_notes", "read_duckdb", "read_duckdb_connection", "read_ddl",
+           "DDL_DIALECTS"]
 
 DDL_DIALECTS = ("duckdb", "postgres", "bigquery", "snowflake", "mysql", "sqlite", "tsql",
                 "redshift", "databricks", "spark", "trino", "oracle", "clickhouse")
-ENUM_MAX_VALUES = 12
+# Id-like values kept per column to test refs by containment; more than this: naming only.
+VALUE_SET_CAP = 200_000
+TEXT_TYPES = ("VARCHAR", "TEXT", "STRING")
 # The catalog craft's world step writes next to the warehouse tables (docs for the API).
 CRAFT_CATALOG_SCHEMA = "craft_meta"
 
@@ -26,21 +34,38 @@ def _fail(code: str, message: str, file: str, line: int = 1, col: int = 1, help:
 
 
 def read_source(path: str | Path, dialect: str | None = None) -> list[SourceTable]:
-    """Dispatch on the file: `.duckdb`/`.db` database, `.sql` DDL, `.yml`/`.yaml` dbt."""
+    """The tables of a source (see :func:`read_source_with_notes`)."""
+    return read_source_with_notes(path, dialect)[0]
+
+
+def read_source_with_notes(path: str | Path, dialect: str | None = None,
+                           seeds: bool = True) -> tuple[list[SourceTable], list[str]]:
+    """Dispatch on the file: `.duckdb`/`.db` database, `.sql` DDL, dbt `.yml`, a dbt project
+    (its directory or dbt_project.yml), dbt `manifest.json`/`catalog.json`. Notes say what
+    was skipped or read alongside. ``seeds=False`` leaves a dbt project's seed CSVs unread
+    (for --docs-from, where the warehouse gives types and data)."""
     path = Path(path)
     shown = path.as_posix()
     if not path.exists():
         raise _fail("E901", f"import source `{shown}` does not exist", shown,
-                    help="pass a DuckDB file, a .sql DDL file or a dbt .yml file")
+                    help="pass a DuckDB file, a .sql DDL file, a dbt .yml file or a dbt project")
     suffix = path.suffix.lower()
+    if path.is_dir() or is_dbt_project_file(path):
+        if not (path / "dbt_project.yml").is_file() and path.is_dir():
+            raise _fail("E902", f"the directory `{shown}` is not a dbt project (no dbt_project.yml)", shown,
+                        help="pass a DuckDB file, a .sql DDL file, a dbt .yml file or a dbt project directory")
+        return read_dbt_project(path, seeds)
     if suffix in (".duckdb", ".db", ".ddb"):
-        return read_duckdb(path)
+        return read_duckdb(path), []
     if suffix == ".sql":
-        return read_ddl(path, dialect or "duckdb")
+        return read_ddl(path, dialect or "duckdb"), []
     if suffix in (".yml", ".yaml"):
-        return read_dbt(path)
+        return read_dbt_yaml(path)
+    if suffix == ".json":
+        return read_dbt_artifacts(path)
     raise _fail("E902", f"cannot tell what kind of import source `{shown}` is", shown,
-                help="use a .duckdb/.db database, a .sql DDL file or a dbt .yml/.yaml file")
+                help="use a .duckdb/.db database, a .sql DDL file, a dbt .yml/.yaml file, a dbt project "
+                     "or dbt's target/manifest.json / catalog.json")
 
 
 # ------------------------------------------------------------------ DuckDB
@@ -54,42 +79,51 @@ def read_duckdb(path: Path) -> list[SourceTable]:
     try:
         con = duckdb.connect(str(path), read_only=True)
     except (duckdb.Error, OSError) as exc:
-        raise _fail("E903", f"cannot open `{shown}` as a DuckDB database: {str(exc).splitlines()[0]}",
+        raise _fail("E903", f"cannot open `{shown}` as a DuckDB database: {str(exc).splitlines()[0][:200]}",
                     shown, help="check the file is a DuckDB database and not open for writing elsewhere") from None
     try:
-        tables = con.execute(
-            "SELECT schema_name, table_name, coalesce(comment, '') FROM duckdb_tables() "
-            "WHERE NOT internal AND NOT temporary AND schema_name <> ? ORDER BY schema_name, table_name",
-            [CRAFT_CATALOG_SCHEMA]).fetchall()
-        out = []
-        for schema, table, comment in tables:
-            qualified = table if schema == "main" else f"{schema}.{table}"
-            cols = con.execute(
-                "SELECT column_name, data_type, is_nullable, coalesce(comment, '') FROM duckdb_columns() "
-                "WHERE schema_name = ? AND table_name = ? ORDER BY column_index", [schema, table]).fetchall()
-            st = SourceTable(name=qualified, comment=comment)
-            for name, dtype, nullable, col_comment in cols:
-                st.columns.append(SourceColumn(name=name, type=dtype.upper(), nullable=bool(nullable),
-                                               comment=col_comment))
-            _read_constraints(con, schema, table, st)
-            _sample_values(con, qualified, st)
-            out.append(st)
+        return read_duckdb_connection(con, shown)
     finally:
         con.close()
-    if not out:
+
+
+def read_duckdb_connection(con, shown: str) -> list[SourceTable]:
+    """The tables of an open DuckDB connection, with the evidence their data gives."""
+    tables = con.execute(
+        "SELECT schema_name, table_name, coalesce(comment, '') FROM duckdb_tables() "
+        "WHERE NOT internal AND NOT temporary AND schema_name <> ? ORDER BY schema_name, table_name",
+        [CRAFT_CATALOG_SCHEMA]).fetchall()
+    if not tables:
         raise _fail("E904", f"`{shown}` has no tables to import", shown,
                     help="point the import at the database that holds the warehouse tables")
+    columns: dict[tuple[str, str], list] = {}
+    for schema, table, *col in con.execute(
+            "SELECT schema_name, table_name, column_name, data_type, is_nullable, coalesce(comment, '') "
+            "FROM duckdb_columns() WHERE NOT internal ORDER BY schema_name, table_name, column_index").fetchall():
+        columns.setdefault((schema, table), []).append(col)
+    constraints: dict[tuple[str, str], list] = {}
+    for schema, table, *row in con.execute(
+            "SELECT schema_name, table_name, constraint_type, constraint_column_names, referenced_table, "
+            "referenced_column_names FROM duckdb_constraints()").fetchall():
+        constraints.setdefault((schema, table), []).append(row)
+    out = []
+    for schema, table, comment in tables:
+        st = SourceTable(name=table if schema == "main" else f"{schema}.{table}", comment=comment, file=shown)
+        for name, dtype, nullable, col_comment in columns.get((schema, table), []):
+            st.columns.append(SourceColumn(name=name, type=dtype.upper(), nullable=bool(nullable),
+                                           comment=col_comment))
+        _read_constraints(constraints.get((schema, table), []), schema, st)
+        if st.columns:
+            profile_data(con, _quote_ident(schema) + "." + _quote_ident(table), st)
+            out.append(st)
     return out
 
 
-def _quote(name: str) -> str:
-    return ".".join('"' + part.replace('"', '""') + '"' for part in name.split("."))
+def _quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
-def _read_constraints(con, schema: str, table: str, st: SourceTable) -> None:
-    rows = con.execute(
-        "SELECT constraint_type, constraint_column_names, referenced_table, referenced_column_names "
-        "FROM duckdb_constraints() WHERE schema_name = ? AND table_name = ?", [schema, table]).fetchall()
+def _read_constraints(rows: list, schema: str, st: SourceTable) -> None:
     for kind, cols, ref_table, ref_cols in rows:
         if kind == "PRIMARY KEY":
             st.primary_key = tuple(cols)
@@ -100,23 +134,32 @@ def _read_constraints(con, schema: str, table: str, st: SourceTable) -> None:
             st.foreign_keys.append((cols[0], target, ref_cols[0]))
 
 
-def _sample_values(con, qualified: str, st: SourceTable) -> None:
-    """Few distinct text values suggest an enum; unique id-like columns suggest a key."""
-    rows = con.execute(f"SELECT count(*) FROM {_quote(qualified)}").fetchall()[0][0]
-    for col in st.columns:
-        ident = _quote(col.name)
-        if col.type in ("VARCHAR", "TEXT", "STRING") and rows:
-            values = con.execute(
-                f"SELECT DISTINCT {ident} FROM {_quote(qualified)} WHERE {ident} IS NOT NULL "
-                f"ORDER BY 1 LIMIT {ENUM_MAX_VALUES + 1}").fetchall()
-            # Repeated values from a short list read as an enum; unique ones (names) do not.
-            if len(values) <= ENUM_MAX_VALUES and rows > len(values):
-                col.values = tuple(str(v[0]) for v in values)
-        if rows and col.name.lower().endswith("id") and not st.primary_key:
-            distinct = con.execute(
-                f"SELECT count(DISTINCT {ident}), count({ident}) FROM {_quote(qualified)}").fetchall()[0]
-            if distinct[0] == distinct[1] == rows:
-                st.unique.add(col.name)
+def profile_data(con, relation: str, st: SourceTable) -> None:
+    """Row count, and per column non-null and distinct counts and (for columns that can
+    hold ids or enum values) every distinct value up to VALUE_SET_CAP: the evidence the
+    key, ref and enum guesses are checked against. Two queries per table."""
+    import duckdb
+
+    try:
+        counts = con.execute("SELECT count(*), " + ", ".join(
+            f"count({_quote_ident(c.name)}), count(DISTINCT {_quote_ident(c.name)})" for c in st.columns)
+            + f" FROM {relation}").fetchone()
+    except duckdb.Error:      # a type DuckDB cannot count: no evidence, no guess from data
+        st.rows = con.execute(f"SELECT count(*) FROM {relation}").fetchone()[0]
+        return
+    st.rows = counts[0]
+    for i, col in enumerate(st.columns):
+        col.non_null, col.distinct = counts[2 * i + 1], counts[2 * i + 2]
+    listed = [c for c in st.columns if type_kind(c.type) in ("int", "string", "id") and c.distinct <= VALUE_SET_CAP]
+    if not listed:
+        return
+    values = con.execute("SELECT " + ", ".join(
+        f"list(DISTINCT CAST({_quote_ident(c.name)} AS VARCHAR)) FILTER (WHERE {_quote_ident(c.name)} IS NOT NULL)"
+        for c in listed) + f" FROM {relation}").fetchone()
+    for col, found in zip(listed, values):
+        col.value_set = frozenset(found or ())
+        if col.type in TEXT_TYPES and 0 < col.distinct <= ENUM_MAX_VALUES:
+            col.values = tuple(sorted(col.value_set))
 
 
 # ------------------------------------------------------------------ SQL DDL
@@ -243,68 +286,3 @@ def _apply_comment(stmt, tables: dict[str, SourceTable]) -> None:
         for col in st.columns if st else ():
             if col.name == target.name:
                 col.comment = text
-
-
-# ------------------------------------------------------------------ dbt
-
-
-def read_dbt(path: Path) -> list[SourceTable]:
-    """dbt `sources:` and `models:` with columns, descriptions and key tests."""
-    import yaml
-
-    shown = path.as_posix()
-    text = _read_text(path)
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise _fail("E906", f"cannot parse `{shown}` as YAML: {getattr(exc, 'problem', exc)}", shown,
-                    (mark.line + 1) if mark else 1, (mark.column + 1) if mark else 1,
-                    help="fix the YAML syntax at this place") from None
-    if not isinstance(doc, dict) or not (doc.get("sources") or doc.get("models")):
-        raise _fail("E904", f"`{shown}` has no dbt `sources:` or `models:` to import", shown,
-                    help="pass a dbt schema.yml / sources.yml file")
-    tables: list[SourceTable] = []
-    for source in doc.get("sources") or []:
-        prefix = source.get("schema") or source.get("name") or ""
-        for t in source.get("tables") or []:
-            name = t.get("identifier") or t.get("name")
-            tables.append(_dbt_table(f"{prefix}.{name}" if prefix else name, t, text, shown))
-    for model in doc.get("models") or []:
-        tables.append(_dbt_table(model.get("name"), model, text, shown))
-    return tables
-
-
-def _dbt_tests(column: dict) -> list:
-    return list(column.get("data_tests") or column.get("tests") or [])
-
-
-def _dbt_table(name: str, spec: dict, text: str, shown: str) -> SourceTable:
-    st = SourceTable(name=name, comment=(spec.get("description") or "").strip(),
-                     line=_line_of(text, f"name: {spec.get('name')}"))
-    for column in spec.get("columns") or []:
-        col = SourceColumn(name=column["name"], type=str(column.get("data_type") or "VARCHAR").upper(),
-                           comment=(column.get("description") or "").strip())
-        for test in _dbt_tests(column):
-            if test == "not_null":
-                col.nullable = False
-            elif test == "unique":
-                st.unique.add(col.name)
-            elif isinstance(test, dict) and "relationships" in test:
-                rel = test["relationships"]
-                rel = rel.get("arguments", rel)
-                target = str(rel.get("to", ""))
-                target = target.split("'")[-2] if "'" in target else target   # ref('customers')
-                st.foreign_keys.append((col.name, target, rel.get("field", "")))
-            elif isinstance(test, dict) and "accepted_values" in test:
-                spec_vals = test["accepted_values"]
-                col.values = tuple(str(v) for v in spec_vals.get("arguments", spec_vals).get("values", []))
-                col.values_declared = True
-        st.columns.append(col)
-    if not st.columns:
-        raise _fail("E908", f"table `{name}` in `{shown}` has no columns", shown, st.line,
-                    help="list its columns under `columns:`")
-    pk = [c.name for c in st.columns if c.name in st.unique and not c.nullable]
-    if len(pk) == 1:
-        st.primary_key = (pk[0],)
-    return st

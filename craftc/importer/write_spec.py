@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
-import json
+import re
 
 from craftc.importer.infer import InferredEntity, InferredField
 
 __all__ = ["write_schema_spec"]
 
 
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
 def _quote(text: str) -> str:
-    # JSON string escapes are a subset of the language's: quotes, backslashes, \n.
-    return json.dumps(text, ensure_ascii=False)
+    r"""A string literal of the language: its escapes are \\, \", \n and \t only."""
+    text = CONTROL.sub("", text)
+    for raw, escaped in (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\t", "\\t")):
+        text = text.replace(raw, escaped)
+    return f'"{text}"'
+
+
+def _comment(text: str) -> str:
+    """One comment line: a newline in a guess must not end the comment."""
+    return " ".join(CONTROL.sub("", text).split())
 
 
 def _type(f: InferredField) -> str:
@@ -36,27 +47,30 @@ def _entity(e: InferredEntity) -> list[str]:
     if e.doc:
         lines.append(f"    doc {_quote(e.doc)}")
     lines.append(f"    table {_quote(e.table)}")
+    lines += [f"    # guessed: {_comment(note)}" for note in e.notes]
     if e.key_guess:
-        lines.append(f"    # guessed: {e.key_guess}")
-    lines.append(f"    key id -> column {_quote(e.key.column)}")
+        lines.append(f"    # guessed: {_comment(e.key_guess)}")
+    lines.append(f"    key {e.key.name} -> column {_quote(e.key.column)}")
     for r in e.refs:
-        if r.guess:
-            lines.append(f"    # guessed: {r.guess}")
-        line = f"    ref {r.name} -> {r.target} -> column {_quote(r.column)}"
+        lines += [f"    # guessed: {_comment(c)}" for c in r.comments]
+        doc = f" {_quote(r.doc)}" if r.doc else ""
+        line = f"    ref {r.name} -> {r.target}{doc} -> column {_quote(r.column)}"
         lines.append(line + (" nullable" if r.nullable else ""))
     for f in e.fields:
         for guess in f.guesses:
-            lines.append(f"    # guessed: {guess}")
+            lines.append(f"    # guessed: {_comment(guess)}")
         lines.append(f"    {_field_line(f)}")
     lines.append("  }")
     return lines
 
 
-def write_schema_spec(name: str, entities: list[InferredEntity], source: str, version: int = 1) -> str:
+def write_schema_spec(name: str, entities: list[InferredEntity], source: str, version: int = 1,
+                      notes: list[str] | None = None) -> str:
     """The spec text; the same entities always give the same bytes."""
     out = [
-        f"# Imported by `craftc import` from {source}.",
+        f"# Imported by `craftc import` from {_comment(source)}.",
         "# Review every `# guessed:` line, then add docs and metrics.",
+        *(f"# note: {_comment(n)}" for n in notes or ()),
         f"schema {name} version {version} {{",
         f"  doc {_quote(f'Imported from {source}')}",
     ]

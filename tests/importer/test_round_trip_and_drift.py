@@ -17,7 +17,7 @@ import pytest
 from craftc.emit.binding_sql import binding_sql
 from craftc.frontend import load_schema
 from craftc.importer import compute_drift, import_schema, read_source
-from craftc.importer.infer import infer_entities
+from craftc.importer.infer import ENUM_MIN_ROWS, infer_entities
 from runtime.world.generate import generate_warehouse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +36,9 @@ def warehouse(ads_schema, tmp_path_factory) -> Path:
 
 
 def test_importing_the_ads_warehouse_recovers_bindings_types_and_refs(ads_schema, warehouse):
-    imported = {e.table: e for e in infer_entities(read_source(warehouse))}
+    tables = read_source(warehouse)
+    rows = {t.name: t.rows for t in tables}
+    imported = {e.table: e for e in infer_entities(tables)}
     entity_of_table = {e.table: e.name for e in imported.values()}
     table_of_entity = {e.name: e.table for e in ads_schema.entities}
     # Only the warehouse tables: views (the binding) and craft's catalog are not data.
@@ -50,6 +52,8 @@ def test_importing_the_ads_warehouse_recovers_bindings_types_and_refs(ads_schema
             kind = fields[f.column].kind
             if f.type.kind == "string" and kind == "enum":
                 continue   # few distinct values: guessed as an enum, marked for review
+            if f.type.kind == "enum" and kind == "string" and rows[entity.table] < ENUM_MIN_ROWS:
+                continue   # too few rows to tell an enum from a string: left a string
             assert (kind, fields[f.column].scale) == (f.type.kind, f.scale), f"{entity.name}.{f.name}"
         refs = {r.column: r for r in got.refs}
         for r in entity.refs:

@@ -1,0 +1,119 @@
+"""Which column keys an entity, and how sure the importer is.
+
+Rules, in order (docs/cli.md has the same list):
+
+1. A declared single-column primary key, or a column declared both unique and not
+   null (SQL constraints, dbt `unique` + `not_null` tests), is taken as is.
+2. With data, the candidates are the columns whose values are unique and never null
+   in every row (only the id-like ones, when the table has id-like columns: a
+   measure such as `impressions` can be unique by chance); among them the importer prefers a column called `id`, then one named
+   after the table (`order_line_id`, `line_id` in `order_lines`), then the first
+   id-like column that does not name another table, then the first candidate.
+3. With data but no unique column, the table is a **history table** when an id-like
+   column repeats and a version column (`valid_from`, `valid_to`, `updated_at`,
+   `_fivetran_synced`, `dbt_valid_from`, ...) marks the versions: the key is the
+   best-named id (one entity, one row per version). Otherwise the key is the id-like
+   column with the most distinct values (a stats table's finest grain), the comment
+   says it repeats, and no other table may ref it.
+4. Without data (DDL, YAML, an empty table), the same name preference picks the key.
+
+Every choice not declared by the source carries its evidence in a `# guessed:` line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from craftc.importer.conventions import (
+    KEYABLE_KINDS, entity_words, id_base, is_id_like, is_version_column, type_kind,
+)
+from craftc.importer.model import SourceColumn, SourceTable
+
+__all__ = ["KeyChoice", "choose_key"]
+
+
+@dataclass(frozen=True)
+class KeyChoice:
+    column: SourceColumn
+    guess: str = ""          # empty: declared by the source
+    history: bool = False    # the key repeats, one row per version
+    repeats: bool = False    # the key repeats and is no history id: nothing may ref it
+
+
+def _named_after_table(col: SourceColumn, table: str) -> bool:
+    words = entity_words(table)
+    base = id_base(col.name)
+    return bool(words) and bool(base) and base in ("_".join(words), words[-1], "".join(words))
+
+
+def _rank(col: SourceColumn, index: int, table: str, names_other: set[str]) -> tuple:
+    if col.name.lower() == "id":
+        tier = 0
+    elif _named_after_table(col, table):
+        tier = 1
+    elif is_id_like(col.name) and col.name not in names_other:
+        tier = 2
+    elif is_id_like(col.name):
+        tier = 3
+    else:
+        tier = 4
+    return tier, index
+
+
+def _reason(col: SourceColumn, table: str) -> str:
+    if col.name.lower() == "id":
+        return "called `id`"
+    if _named_after_table(col, table):
+        return "named after the table"
+    return "the first id-like column" if is_id_like(col.name) else "the first column that can hold ids"
+
+
+def _declared(st: SourceTable) -> SourceColumn | None:
+    by_name = {c.name: c for c in st.columns}
+    if len(st.primary_key) == 1 and st.primary_key[0] in by_name:
+        return by_name[st.primary_key[0]]
+    declared = [c for c in st.columns if c.name in st.unique and not c.nullable]
+    return declared[0] if len(declared) == 1 else None
+
+
+def choose_key(st: SourceTable, names_other: set[str]) -> KeyChoice:
+    """The key of a table; ``names_other`` are its columns whose names point at other tables."""
+    declared = _declared(st)
+    if declared is not None:
+        return KeyChoice(declared)
+    keyable = [c for c in st.columns if type_kind(c.type) in KEYABLE_KINDS] or st.columns[:1]
+    ranked = sorted(keyable, key=lambda c: _rank(c, st.columns.index(c), st.name, names_other))
+    if st.rows:
+        unique = [c for c in ranked if c.distinct is not None and c.distinct == c.non_null == st.rows]
+        if any(is_id_like(c.name) for c in ranked):
+            # A measure (impressions) can be unique by chance; where ids exist, only an id keys.
+            unique = [c for c in unique if is_id_like(c.name)]
+        if unique:
+            col = unique[0]
+            return KeyChoice(col, f"key `{col.name}`: {_reason(col, st.name)}, unique and never null "
+                                  f"in all {st.rows} rows")
+        return _repeating_key(st, ranked)
+    col = ranked[0]
+    guess = f"key `{col.name}`: {_reason(col, st.name)} (no primary key declared"
+    guess += ", the table is empty)" if st.rows == 0 else ", no data to check)"
+    versions = [c.name for c in st.columns if is_version_column(c.name)]
+    if versions and is_id_like(col.name):
+        guess += f"; `{versions[0]}` suggests a history table where `{col.name}` repeats"
+    return KeyChoice(col, guess)
+
+
+def _repeating_key(st: SourceTable, ranked: list[SourceColumn]) -> KeyChoice:
+    """No column is unique: a history table, or a table whose key the language cannot express."""
+    versions = [c.name for c in st.columns if is_version_column(c.name)]
+    ids = [c for c in ranked if is_id_like(c.name) and c.non_null]
+    col = (ids or ranked)[0]
+    if not versions:   # no history: the column closest to unique (a stats table's finest grain)
+        col = max(ids or ranked, key=lambda c: c.distinct or 0)
+    counts = (f"{st.rows} rows, {col.distinct} distinct values" if col.distinct is not None
+              else f"{st.rows} rows")
+    if versions and ids:
+        return KeyChoice(col, f"history table: key `{col.name}` repeats ({counts}) and "
+                              f"`{versions[0]}` marks the versions; one row per version", history=True)
+    nulls = "" if col.non_null in (None, st.rows) else f", null in {st.rows - col.non_null} rows"
+    return KeyChoice(col, f"no column is unique and never null: key `{col.name}` repeats "
+                          f"({counts}{nulls}); review, the table may need a key column", repeats=True)
