@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from craftc.diff import PlanSide, diff_sides, render_json, render_markdown, render_text
+from craftc.diff import PlanSide, classify_schema, diff_sides, render_json, render_markdown, render_text
+from craftc.diff.renames import plan_renames
 from craftc.emit.compile import compile_recipe
 
 REPO = Path(__file__).resolve().parents[2]
@@ -119,3 +120,22 @@ def test_json_and_markdown_carry_the_same_facts(tmp_path, hello_files):
     full = render_markdown(diff, full=True)
     assert "```diff\n! recipe {\n    ! seed: 1 -> 2" in full
     assert "<details><summary><code>! stages/sft/trl_config.json</code></summary>" in full
+
+
+def _plan(entities, metrics=(), workflows=()):
+    return {"recipe": {"workflows": list(workflows),
+                       "schema": {"name": "s", "version": 1, "entities": list(entities), "metrics": list(metrics)}}}
+
+
+def test_renamed_entities_and_metrics_are_one_breaking_rename_each():
+    field = {"name": "n", "type": {"kind": "string"}, "column": "n", "doc": ""}
+    entity = {"name": "Item", "table": "shop.items", "view": "item", "doc": "", "key": {"name": "id", "column": "id"},
+              "fields": [field], "refs": []}
+    metric = {"name": "total", "expr": "sum(Item.n)", "doc": "", "entities": ["Item"]}
+    before = _plan([entity], [metric])
+    after = _plan([{**entity, "name": "Product", "view": "product"}], [{**metric, "name": "grand_total"}])
+    assert [(r.kind, r.old, r.new) for r in plan_renames(before, after)] == [
+        ("entity", "entity.Item", "entity.Product"), ("metric", "metric.total", "metric.grand_total")]
+    changes = [(c.address, c.category, c.change) for c in classify_schema(before, after, {}, {})]
+    assert changes == [("entity.Item", "breaking", "entity renamed `Item` -> `Product`"),
+                       ("metric.total", "breaking", "metric renamed `total` -> `grand_total`")]
