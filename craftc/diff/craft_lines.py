@@ -114,8 +114,7 @@ def _group(key: str) -> tuple[str, str, str]:
     return "", key, ""
 
 
-def _member_lines(attrs: tuple[AttributeChange, ...], renames: dict[str, str], symbols: dict[str, str],
-                  unchanged_members: dict[tuple[str, str], dict]) -> list[str]:
+def _member_lines(attrs: tuple[AttributeChange, ...], renames: dict[str, str], symbols: dict[str, str]) -> list[str]:
     groups: dict[tuple[str, str], list[AttributeChange]] = {}
     for attr in attrs:
         kind, name, _ = _group(attr.key)
@@ -150,8 +149,6 @@ def _member_lines(attrs: tuple[AttributeChange, ...], renames: dict[str, str], s
         elif actions == {"add"} or actions == {"remove"}:
             action = actions.pop()
             member = _unflatten({k: (c.new if action == "add" else c.old) for k, c in sub.items()})
-            if kind == "key":
-                member = {**unchanged_members.get(("key", ""), {}), **member}
             lines.append(f"{symbols[action]} {member_line(kind, name, member)}")
         else:
             texts = []
@@ -240,7 +237,7 @@ def _resource_block(resource: ResourceChange, renames: dict[str, str], symbols: 
     if kind not in _MEMBER_STYLE:
         return _inline(f"{symbol} {head}", _setting_items(resource), _hidden(resource))
     attrs = tuple(a for a in resource.attributes if not (resource.action == "add" and a.key == "view"))
-    body = _member_lines(attrs, renames, symbols, {})
+    body = _member_lines(attrs, renames, symbols)
     if not body:
         return [f"{symbol} {head}" + _hidden(resource)]
     if len(body) == 1:
