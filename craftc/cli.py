@@ -134,13 +134,36 @@ def cmd_diff(args) -> int:
     except DiffInputError as exc:
         raise UserError(str(exc)) from None
     diff = diff_sides(before, after)
+    if args.run_dir and diff.reruns:
+        diff = _with_run_dir(diff, args.run_dir, before.plan.get("content_hash"))
     if args.format == "json":
         sys.stdout.write(render_json(diff))
     elif args.format == "markdown":
-        sys.stdout.write(render_markdown(diff))
+        sys.stdout.write(render_markdown(diff, full=args.full, command=_diff_command(args)))
     else:
-        _print_diff_text(render_text(diff))
+        _print_diff_text(render_text(diff, full=args.full))
     return 0 if diff.same else 2
+
+
+def _with_run_dir(diff, run_dir: str, before_hash: str | None):
+    """The diff with each step's wall time from a previous run and the cost of the reruns."""
+    import dataclasses
+
+    from craftc.diff import with_run_costs
+    from runtime.runner import STEPS
+
+    root = Path(run_dir)
+    if not any((root / step / "manifest.json").is_file() for step in STEPS):
+        raise UserError(f"`{run_dir}` holds no step manifests, so it is not a run dir; pass the `--run-dir` "
+                        "of a previous `craftc run` of the old plan (default: runs/<recipe name>)")
+    reruns, cost = with_run_costs(diff.reruns, root, before_hash)
+    return dataclasses.replace(diff, reruns=reruns, cost=cost)
+
+
+def _diff_command(args) -> str:
+    """The command a truncation note repeats, with ``--full`` added by the note itself."""
+    sides = " ".join(args.sides) + (f" --rev {args.rev}" if args.rev else "")
+    return f"craftc diff {sides}" + (f" --profile {args.profile}" if args.profile else "")
 
 
 # ------------------------------------------------------------------ fmt / explain / run
@@ -271,6 +294,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rev", metavar="REV", help="compare RECIPE at git revision REV with the working tree")
     p.add_argument("--profile", metavar="NAME", help="profile to compile recipe sides with")
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    p.add_argument("--full", action="store_true",
+                   help="list every attribute and every file diff (JSON always holds everything)")
+    p.add_argument("--run-dir", metavar="DIR",
+                   help="a previous run of the old plan: show each step's wall time and what the reruns cost")
     p.set_defaults(func=cmd_diff)
 
     p = sub.add_parser("fmt", help="format .craft files canonically")

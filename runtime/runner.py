@@ -33,7 +33,7 @@ from craftc.ir import Plan
 from runtime.plan import PlanError, load_plan, plan_content_hash
 from runtime.step_context import StepContext, StepError, StepResult
 
-__all__ = ["STEPS", "run_plan", "select_steps", "step_inputs_hash"]
+__all__ = ["STEPS", "UPSTREAM", "LOGICAL_READERS", "run_plan", "select_steps", "step_inputs_hash", "step_plan_parts"]
 
 STEPS: tuple[str, ...] = ("world", "distill", "gate", "dataset", "sft", "grpo", "eval", "report")
 
@@ -143,6 +143,20 @@ def _plan_parts(step: str, recipe: dict, artifacts: dict[str, str]) -> dict[str,
         "report": {"eval": recipe["eval"], "reward": recipe["reward"]},
     }
     return {**common, **parts[step]}
+
+
+def step_plan_parts(step: str, plan_data: dict, physical: bool = True) -> dict[str, str]:
+    """The canonical hash of each part of ``plan_data`` (a ``plan.json`` object) that ``step`` reads.
+
+    These are the plan half of :func:`step_inputs_hash`, by part name, so a plan diff
+    can say which steps a change reaches and why. With ``physical=False`` the physical
+    bindings are left out (the schema's tables, columns and scales, the binding SQL):
+    for the world step that is what its ``logical_data_hash`` depends on.
+    """
+    parts = _plan_parts(step, plan_data["recipe"], plan_data["artifacts"])
+    if not physical:
+        parts = {k: _logical_schema(v) if k == "schema" else v for k, v in parts.items() if k != "binding"}
+    return {name: _canonical_hash(value) for name, value in parts.items()}
 
 
 def _read_manifest(step_dir: Path, status: str = "complete") -> dict | None:

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 
 from craftc.check.solution_sql import schema_views, solution_reads
 from craftc.diff.model import SchemaChange
+from craftc.diff.renames import pair_renames, same_entity, same_member, same_metric
 
 __all__ = ["CATEGORIES", "classify_schema", "schema_verdict"]
 
@@ -87,14 +88,8 @@ def _member_changes(entity: str, kind: str, old: dict, new: dict, before: _Usage
     noun = kind[:-1]
     out = []
     removed = [n for n in old if n not in new]
-    added = [n for n in new if n not in old]
-    renamed = {}
-    for name in removed:
-        twin = [a for a in added if new[a].get("column") == old[name].get("column")
-                and new[a].get("type", new[a].get("target")) == old[name].get("type", old[name].get("target"))]
-        if twin:
-            renamed[name] = twin[0]
-            added.remove(twin[0])
+    renamed = pair_renames(old, new, same_member)
+    added = [n for n in new if n not in old and n not in renamed.values()]
     for name in removed:
         address = f"entity.{entity}.{kind}.{name}"
         column = name if kind == "fields" else f"{name}_id"
@@ -177,9 +172,16 @@ def _entity_changes(name: str, old: dict, new: dict, before: _Usage, after: _Usa
 
 def _metric_changes(old: dict, new: dict, before: _Usage, after: _Usage) -> list[SchemaChange]:
     out = []
+    renamed = pair_renames(old, new, same_metric)
     for name in sorted(set(old) | set(new)):
         address = f"metric.{name}"
-        if name not in new:
+        if name in renamed:
+            out.append(SchemaChange(address, "breaking", f"metric renamed `{name}` -> `{renamed[name]}`",
+                                    before.of_metric(name),
+                                    f"update the workflows to use `{renamed[name]}`, or keep the name `{name}`; retrain"))
+        elif name in renamed.values():
+            continue
+        elif name not in new:
             out.append(SchemaChange(address, "breaking", "metric removed", before.of_metric(name),
                                     "restore the metric or move the workflows to another; retrain"))
         elif name not in old:
@@ -221,8 +223,20 @@ def classify_schema(before: dict, after: dict, before_files: Mapping[str, bytes]
     used_before, used_after = _Usage(before, before_files), _Usage(after, after_files)
     out = _schema_level(old, new)
     old_entities, new_entities = _by_name(old.get("entities", [])), _by_name(new.get("entities", []))
+    renamed = pair_renames(old_entities, new_entities, same_entity)
     for name in sorted(set(old_entities) | set(new_entities)):
-        if name not in new_entities:
+        if name in renamed:
+            twin = renamed[name]
+            out.append(SchemaChange(f"entity.{name}", "breaking", f"entity renamed `{name}` -> `{twin}`",
+                                    used_before.of_entity(name),
+                                    f"update the workflows to read `{twin}`, or keep `{name}` as the logical name "
+                                    f"bound to the new table; retrain"))
+            # The view follows the entity's name: only what changed besides the name is listed.
+            same_view = {**old_entities[name], "view": new_entities[twin]["view"]}
+            out += _entity_changes(twin, same_view, new_entities[twin], used_before, used_after)
+        elif name in renamed.values():
+            continue
+        elif name not in new_entities:
             out.append(SchemaChange(f"entity.{name}", "breaking", "entity removed", used_before.of_entity(name),
                                     f"restore `{name}`, map it to the entity that replaced it, or update the "
                                     f"workflows that read it; retrain"))

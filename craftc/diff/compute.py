@@ -9,6 +9,8 @@ from typing import Any
 
 from craftc.diff.classify import classify_schema, schema_verdict
 from craftc.diff.model import AttributeChange, FileChange, Impact, PlanDiff, ResourceChange
+from craftc.diff.renames import plan_renames
+from craftc.diff.reruns import predict_reruns
 from craftc.diff.resources import RESOURCE_KINDS, plan_resources
 
 __all__ = ["diff_plans", "diff_resources", "diff_files", "schema_impacts"]
@@ -170,7 +172,10 @@ def diff_plans(before: dict, after: dict, before_files: Mapping[str, bytes], aft
     resources = _with_solution_edits(diff_resources(before, after), files, before_files, after_files)
     counts = {action: sum(1 for r in resources if r.action == action) for action in ("add", "change", "remove")}
     schema_changes = tuple(classify_schema(before, after, before_files, after_files))
+    same = not resources and not files
     return PlanDiff(before=before_label, after=after_label, resources=tuple(resources),
                     files=tuple(files),
                     impacts=tuple(schema_impacts(resources, before, after)),
-                    schema_changes=schema_changes, verdict=schema_verdict(schema_changes), counts=counts)
+                    schema_changes=schema_changes, verdict=schema_verdict(schema_changes), counts=counts,
+                    renames=tuple(plan_renames(before, after)),
+                    reruns=() if same else predict_reruns(before, after))

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Action", "AttributeChange", "ResourceChange", "FileChange", "Impact", "SchemaChange", "PlanDiff"]
+__all__ = ["Action", "AttributeChange", "ResourceChange", "FileChange", "Impact", "SchemaChange", "Rename",
+           "StepRerun", "RunCost", "PlanDiff"]
 
 Action = Literal["add", "change", "remove"]
 
@@ -70,6 +71,42 @@ class SchemaChange:
 
 
 @dataclass(frozen=True)
+class Rename:
+    """A removal and an addition recognised as one object under a new name."""
+
+    kind: str                              # entity, field, ref, metric or workflow
+    old: str                               # addresses: entity.Ad.fields.final_url
+    new: str
+
+
+@dataclass(frozen=True)
+class StepRerun:
+    """Whether ``craftc run`` reruns one step of a run made with the old plan, once given the new one.
+
+    ``direct`` lists the plan parts the step reads that changed (``schema``,
+    ``stages``, ...); ``upstream`` the earlier steps whose changed output it reads.
+    """
+
+    step: str
+    rerun: bool
+    direct: tuple[str, ...] = ()
+    upstream: tuple[str, ...] = ()
+    output_changes: bool = False           # False: reruns, but its output is expected byte-identical
+    wall_s: float | None = None            # the previous run's recorded wall time, with --run-dir
+
+
+@dataclass(frozen=True)
+class RunCost:
+    """What the change costs in a previous run: the invalidated steps' recorded wall time."""
+
+    run_dir: str
+    wall_s: float                          # sum over the invalidated steps that have a manifest
+    total_s: float                         # sum over every step that has a manifest
+    missing: tuple[str, ...] = ()          # invalidated steps with no manifest in the run dir
+    other_plan: bool = False               # the run's manifests name a plan other than the old one
+
+
+@dataclass(frozen=True)
 class PlanDiff:
     """Everything that differs between plan ``before`` and plan ``after``."""
 
@@ -81,6 +118,9 @@ class PlanDiff:
     schema_changes: tuple[SchemaChange, ...] = ()
     verdict: str = ""                      # the dearest class of the schema changes; "" when none
     counts: dict[str, int] = field(default_factory=dict)
+    renames: tuple[Rename, ...] = ()
+    reruns: tuple[StepRerun, ...] = ()
+    cost: RunCost | None = None
 
     @property
     def same(self) -> bool:

@@ -1,27 +1,46 @@
 """Render a :class:`PlanDiff` as terminal text, Markdown (a pull-request comment) or JSON.
 
-The text form follows ``terraform plan``: three-wide ``  +``/``  ~``/``  -`` symbols,
-``old -> new`` values, hidden unchanged attributes counted, a legend with only the
-symbols used and a last line ``Plan: N to add, N to change, N to remove.``
+Every form leads with the decision, then the detail, in this order:
+
+1. the verdict: the schema change's class, whether the model is retrained and why;
+2. what reruns: the run steps the change invalidates and which are reused, with the
+   previous run's wall time when ``--run-dir`` is given (SQLMesh's backfill cost);
+3. the impact: each schema change with its class, the workflows it reaches, the fix;
+4. the changes per object, in the recipe's own terms (terraform's nested blocks,
+   ``old -> new``, ``# (N unchanged attributes hidden)``), renames as one line;
+5. the text diffs of the prompts and solutions.
+
+By default the listing stays short: binding-only changes are summarised, long text
+diffs are cut, derived artifacts are only named. ``full=True`` (``--full``) adds the
+exhaustive listing instead: every attribute and every file diff. The Markdown form
+keeps the decision in the open and folds the rest in ``<details>`` (as Atlantis
+does), capped in length with a note pointing at ``--full``. JSON always holds
+everything.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from craftc.diff.model import PlanDiff, ResourceChange
+from craftc.diff.craft_lines import object_blocks, subject
+from craftc.diff.decision import (
+    cost_line, impact_entries, impact_header, rerun_rows, retrain_line, verdict_line,
+)
+from craftc.diff.model import FileChange, PlanDiff
+from craftc.diff.render_full import file_lines, impact_reach_lines, resource_lines, used_actions
 
-__all__ = ["render_text", "render_markdown", "render_json", "plan_line", "verdict_line"]
+__all__ = ["render_text", "render_markdown", "render_json", "plan_line", "verdict_line", "retrain_line",
+           "MARKDOWN_CAP"]
 
 _SYMBOL = {"add": "+", "change": "~", "remove": "-"}
 _LEGEND = {"add": "add", "change": "change in place", "remove": "remove"}
 # GitHub colours diff lines by their first column: `!` is its "changed" colour.
 _MARKDOWN_SYMBOL = {"add": "+", "change": "!", "remove": "-"}
 
-
-def _value(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+CHANGE_LIST_LINES = 80          # default text: the object list is cut after this many lines
+FILE_DIFF_LINES = 10            # default: lines of each prompt or solution diff shown
+MARKDOWN_CAP = 20_000           # default Markdown: characters before folded sections are left out
+_REVIEWED_TEXT = ("prompts/", "solutions/")   # what a reviewer reads line by line; the rest is derived
 
 
 def plan_line(diff: PlanDiff) -> str:
@@ -30,146 +49,204 @@ def plan_line(diff: PlanDiff) -> str:
     return f"Plan: {c.get('add', 0)} to add, {c.get('change', 0)} to change, {c.get('remove', 0)} to remove."
 
 
-def _workflows_of(diff: PlanDiff, category: str) -> list[str]:
-    return sorted({w for c in diff.schema_changes if c.category == category for w in c.workflows})
+def _verdict_lines(diff: PlanDiff) -> list[str]:
+    return [verdict_line(diff) or "Schema change: none", *filter(None, [retrain_line(diff)]), plan_line(diff)]
 
 
-def verdict_line(diff: PlanDiff) -> str:
-    """``Schema change: <class> (<what it means>)``, or "" when the schema did not change."""
-    if not diff.verdict:
-        return ""
-    if diff.verdict == "breaking":
-        names = _workflows_of(diff, "breaking")
-        reach = f"{len(names)} workflow{'s' if len(names) != 1 else ''} read removed or changed parts"
-        meaning = f"retrain: the model learned names that changed; {reach}"
-    elif diff.verdict == "additive":
-        names = _workflows_of(diff, "additive")
-        meaning = (f"distill new data for {len(names)} workflow{'s' if len(names) != 1 else ''}; existing data stays valid"
-                   if names else "no workflow uses the new parts yet; no retraining needed until one does")
-    elif diff.verdict == "doc-only":
-        meaning = "no retraining needed; the stuffed baseline's prompt changes"
-    else:
-        meaning = "no retraining needed"
-    return f"Schema change: {diff.verdict} ({meaning})"
+def _rerun_lines(diff: PlanDiff) -> list[str]:
+    if not diff.reruns:
+        return []
+    lines = ["What reruns (the inputs `craftc run` hashes for each step):"]
+    for status, step, why, wall in rerun_rows(diff):
+        line = f"  {status:<7} {step:<8}" + (f" {wall:>8}" if diff.cost else "") + (f"  {why}" if why else "")
+        lines.append(line.rstrip())
+    return lines + [cost_line(diff)]
 
 
-def _change_lines(diff: PlanDiff, indent: str) -> list[str]:
-    width = max(len(c.category) for c in diff.schema_changes) + 2
+def _impact_lines(diff: PlanDiff, full: bool) -> list[str]:
+    if not diff.schema_changes:
+        return []
+    lines = [impact_header(diff) + ":"]
+    for category, what, notes in impact_entries(diff, full):
+        lines.append(f"  {category:<13} {what}")
+        if notes:
+            lines.append(f"  {'':<13}   {notes}")
+    return lines
+
+
+def _legend(diff: PlanDiff, symbols: dict[str, str]) -> str:
+    used = [f"{symbols[a]} {_LEGEND[a]}" for a in used_actions(diff)]
+    if diff.renames:
+        used.append("=> rename")
+    return ", ".join(used)
+
+
+def _change_lines(diff: PlanDiff, symbols: dict[str, str], cap: int | None) -> list[str]:
+    lines: list[str] = []
+    blocks = object_blocks(diff, symbols)
+    for shown, block in enumerate(blocks):
+        if cap is not None and len(lines) + len(block) > cap:
+            lines.append(f"  ... and {len(blocks) - shown} more objects (`--full` lists them)")
+            break
+        lines += [f"  {line}" for line in block]
+    return lines
+
+
+def _counts(change: FileChange) -> str:
+    body = [line for line in change.unified.splitlines() if not line.startswith(("---", "+++"))]
+    added = sum(1 for line in body if line.startswith("+"))
+    removed = sum(1 for line in body if line.startswith("-"))
+    return f"{change.path} (+{added} -{removed})" if change.unified else f"{change.path} ({change.action})"
+
+
+def _reviewed(change: FileChange) -> bool:
+    return change.path.startswith(_REVIEWED_TEXT) and bool(change.unified)
+
+
+def _short_diff(change: FileChange) -> list[str]:
+    body = [line for line in change.unified.splitlines() if not line.startswith(("---", "+++"))]
+    shown = body[:FILE_DIFF_LINES]
+    if len(body) > len(shown):
+        shown.append(f"... {len(body) - len(shown)} more lines (`--full` shows them)")
+    return shown
+
+
+def _wrap(prefix: str, items: list[str], width: int = 100) -> list[str]:
+    lines, current = [], prefix
+    for i, item in enumerate(items):
+        piece = item + (", " if i < len(items) - 1 else "")
+        if len(current) + len(piece) > width and current.strip():
+            lines.append(current.rstrip())
+            current = "    "
+        current += piece
+    return lines + [current.rstrip()]
+
+
+def _text_diff_lines(diff: PlanDiff) -> list[str]:
+    reviewed = [f for f in diff.files if _reviewed(f)]
+    derived = [f for f in diff.files if not _reviewed(f)]
     lines = []
-    for change in diff.schema_changes:
-        lines.append(f"{indent}{change.category:<{width}}{change.address}: {change.change}")
-        if change.workflows or change.category == "additive":
-            names = ", ".join(change.workflows) or "(none yet)"
-            lines.append(f"{indent}{'':<{width}}  workflows: {names}")
-        if change.fix and change.category == "breaking":
-            lines.append(f"{indent}{'':<{width}}  fix: {change.fix}")
+    if reviewed:
+        lines.append("Text diffs of the prompts and solutions:")
+        for change in reviewed:
+            lines += [f"  {_SYMBOL[change.action]} {change.path}"] + [f"    {line}" for line in _short_diff(change)]
+    if derived:
+        lines += _wrap("Also changed (derived from the above; `--full` shows the diffs): ",
+                       [_counts(f) for f in derived])
     return lines
 
 
-def _resource_lines(resource: ResourceChange, symbols: dict[str, str], indent: str) -> list[str]:
-    lines = [f"{indent}{symbols[resource.action]} {resource.address} {{"]
-    for attr in resource.attributes:
-        symbol = symbols[attr.action]
-        if attr.action == "change":
-            lines.append(f"{indent}    {symbol} {attr.key}: {_value(attr.old)} -> {_value(attr.new)}")
-        else:
-            shown = attr.new if attr.action == "add" else attr.old
-            lines.append(f"{indent}    {symbol} {attr.key}: {_value(shown)}")
-    if resource.unchanged:
-        lines.append(f"{indent}      # ({resource.unchanged} unchanged attributes hidden)")
-    lines.append(f"{indent}  }}")
+def _sections(*parts: list[str]) -> list[str]:
+    lines: list[str] = []
+    for part in parts:
+        if part:
+            lines += part + [""]
     return lines
 
 
-def _used_actions(diff: PlanDiff) -> list[str]:
-    used = {r.action for r in diff.resources} | {a.action for r in diff.resources for a in r.attributes}
-    used |= {f.action for f in diff.files}
-    return [action for action in ("add", "change", "remove") if action in used]
-
-
-def _impact_lines(diff: PlanDiff, indent: str) -> list[str]:
-    lines = []
-    for impact in diff.impacts:
-        lines.append(f"{indent}{impact.address} touches:")
-        for label in ("workflows", "metrics", "prompts", "bindings", "stages"):
-            values = getattr(impact, label)
-            lines.append(f"{indent}  {label + ':':<11}{', '.join(values) if values else '(none)'}")
-    return lines
-
-
-def render_text(diff: PlanDiff) -> str:
+def render_text(diff: PlanDiff, full: bool = False) -> str:
     """The terminal form (plain text; colour is added by the CLI on a TTY)."""
     lines = [f"craftc diff {diff.before} -> {diff.after}", ""]
     if diff.same:
         lines += ["No changes: the two plans are identical.", "", plan_line(diff)]
         return "\n".join(lines) + "\n"
-    lines.append("Actions are shown with these symbols:")
-    lines += [f"  {_SYMBOL[a]} {_LEGEND[a]}" for a in _used_actions(diff)]
-    lines.append("")
-    if diff.resources:
-        lines.append("craft will make these changes:")
+    lines += _sections(_verdict_lines(diff), _rerun_lines(diff), _impact_lines(diff, full))
+    if full:
+        if diff.impacts:
+            lines += ["What each changed entity and metric reaches:"] + impact_reach_lines(diff, "  ") + [""]
+        lines += ["Changes (" + _legend(diff, _SYMBOL) + "):"]
         for resource in diff.resources:
-            lines += [""] + _resource_lines(resource, _SYMBOL, "  ")
+            lines += [""] + resource_lines(resource, _SYMBOL, "  ")
+        for rename in diff.renames:
+            lines.append(f"  # {subject(rename.old)} => {rename.new.rsplit('.', 1)[-1]} (renamed: removed and added above)")
         lines.append("")
-    if diff.files:
-        lines.append("Changed files:")
-        for change in diff.files:
-            lines += ["", f"  {_SYMBOL[change.action]} {change.path}"]
-            lines += change.unified.splitlines()
-        lines.append("")
-    if diff.impacts:
-        lines += ["Impact of the schema changes:"] + _impact_lines(diff, "  ") + [""]
-    if diff.schema_changes:
-        lines += ["Impact (each schema change and its class):"] + _change_lines(diff, "  ") + [""]
-        lines += [verdict_line(diff)]
+        if diff.files:
+            lines += ["Changed files:"] + file_lines(diff, _SYMBOL) + [""]
+    else:
+        lines += _sections(["Changes (" + _legend(diff, _SYMBOL) + "):"]
+                           + _change_lines(diff, _SYMBOL, CHANGE_LIST_LINES),
+                           _text_diff_lines(diff))
     lines.append(plan_line(diff))
     return "\n".join(lines) + "\n"
 
 
-def render_markdown(diff: PlanDiff) -> str:
-    """A pull-request comment: summary in a ``diff`` block, file diffs folded, impact as a list."""
-    lines = [f"### craft plan diff: `{diff.before}` → `{diff.after}`", "", f"**{plan_line(diff)}**", ""]
-    if diff.verdict:
-        lines += [f"**{verdict_line(diff)}**", ""]
-    if diff.same:
-        lines.append("No changes: the two plans are identical.")
-        return "\n".join(lines) + "\n"
-    if diff.resources:
-        lines.append("```diff")
+def _md_reruns(diff: PlanDiff) -> list[str]:
+    if not diff.reruns:
+        return []
+    head = "| step | status | wall time | why |" if diff.cost else "| step | status | why |"
+    lines = ["#### What reruns", "", head, "|---|---|---|---|" if diff.cost else "|---|---|---|"]
+    for status, step, why, wall in rerun_rows(diff):
+        cells = [f"`{step}`", f"**{status}**" if status == "rerun" else status] + ([wall] if diff.cost else []) + [why]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return lines + ["", cost_line(diff)]
+
+
+def _md_impact(diff: PlanDiff, full: bool) -> list[str]:
+    if not diff.schema_changes:
+        return []
+    lines = [f"#### {impact_header(diff)}", ""]
+    for category, what, notes in impact_entries(diff, full):
+        lines.append(f"- `{category}` {what}" + (f"; {notes}" if notes else ""))
+    return lines
+
+
+def _details(summary: str, body: list[str]) -> list[str]:
+    return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>"]
+
+
+def _md_folded(diff: PlanDiff, full: bool) -> list[list[str]]:
+    """The folded sections, in order: the changes per object, then one per changed file."""
+    sections = []
+    if full:
+        body = ["```diff"]
         for resource in diff.resources:
-            lines += _resource_lines(resource, _MARKDOWN_SYMBOL, "")
-        lines += ["```", ""]
-        lines.append("Legend: " + ", ".join(f"`{_MARKDOWN_SYMBOL[a]}` {_LEGEND[a]}" for a in _used_actions(diff)))
-        lines.append("")
-    if diff.impacts:
-        lines += ["#### Impact of the schema changes", ""]
-        for impact in diff.impacts:
-            parts = [f"{label}: {', '.join(f'`{v}`' for v in getattr(impact, label))}"
-                     for label in ("workflows", "metrics", "prompts", "bindings", "stages") if getattr(impact, label)]
-            lines.append(f"- `{impact.address}` touches " + "; ".join(parts))
-        lines.append("")
-    if diff.schema_changes:
-        lines += ["#### Impact", "", "| class | change | workflows | fix |", "|---|---|---|---|"]
-        for c in diff.schema_changes:
-            cells = (f"`{c.category}`", f"`{c.address}`: {c.change}", ", ".join(f"`{w}`" for w in c.workflows),
-                     c.fix if c.category == "breaking" else "")
-            lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-        lines.append("")
-    if diff.files:
-        lines += [f"#### Changed files ({len(diff.files)})", ""]
-        for change in diff.files:
-            title = f"<code>{_MARKDOWN_SYMBOL[change.action]} {change.path}</code>"
-            if not change.unified:
-                lines.append(f"- {title}")
-                continue
-            lines += [f"<details><summary>{title}</summary>", "", "```diff", change.unified.rstrip("\n"), "```",
-                      "", "</details>", ""]
+            body += resource_lines(resource, _MARKDOWN_SYMBOL, "")
+        body.append("```")
+    else:
+        body = ["```diff"] + [line[2:] for line in _change_lines(diff, _MARKDOWN_SYMBOL, None)] + ["```"]
+    legend = _legend(diff, _MARKDOWN_SYMBOL)
+    sections.append(_details(f"Changes per object ({len(diff.resources)}; {legend})", body))
+    for change in diff.files:
+        title = f"<code>{_MARKDOWN_SYMBOL[change.action]} {change.path}</code>"
+        if not change.unified:
+            sections.append([f"- {title}"])
+            continue
+        if not full and not _reviewed(change):
+            sections.append([f"- {title} (derived; `--full` shows the diff)"])
+            continue
+        text = change.unified.rstrip("\n") if full else "\n".join(_short_diff(change))
+        sections.append(_details(title, ["```diff", text, "```"]))
+    return sections
+
+
+def render_markdown(diff: PlanDiff, full: bool = False, command: str = "craftc diff A B") -> str:
+    """A pull-request comment: the decision in the open, the detail folded, capped unless ``full``."""
+    lines = [f"### craft plan diff: `{diff.before}` → `{diff.after}`", ""]
+    if diff.same:
+        lines += [f"**{plan_line(diff)}**", "", "No changes: the two plans are identical."]
+        return "\n".join(lines) + "\n"
+    lines += [f"**{line}**  " for line in _verdict_lines(diff)] + [""]
+    for part in (_md_reruns(diff), _md_impact(diff, full)):
+        if part:
+            lines += part + [""]
+    left_out = 0
+    for section in _md_folded(diff, full):
+        if not full and len("\n".join(lines + section)) > MARKDOWN_CAP:
+            left_out += 1
+            continue
+        lines += section + [""]
+    if left_out:
+        lines += [f"_{left_out} more sections left out to keep this comment short; "
+                  f"`{command} --full --format markdown` shows everything._", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def render_json(diff: PlanDiff) -> str:
-    """The JSON twin: every field of the diff, sorted keys."""
+    """The JSON twin: every field of the diff, sorted keys, with the verdict and rerun sentences."""
     data = diff.to_dict()
     data["plan"] = plan_line(diff)
     data["verdict_line"] = verdict_line(diff)
+    data["retrain_line"] = retrain_line(diff)
+    data["retrain"] = any(r.rerun for r in diff.reruns if r.step in ("sft", "grpo"))
+    data["cost_line"] = cost_line(diff) if diff.reruns else ""
     return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"

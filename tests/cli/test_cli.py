@@ -119,7 +119,7 @@ def test_profile_diff_shows_exactly_the_overridden_settings(tmp_path, capsys):
 def test_diff_of_two_recipes_compiles_both_in_memory(tmp_path, capsys):
     assert main(["diff", str(HELLO / "hello.craft"), str(COMPLETE)]) == 2
     out = capsys.readouterr().out
-    assert "+ workflow.revenue_by_tier {" in out and "- workflow.priciest_products {" in out
+    assert "  + workflow revenue_by_tier {" in out and "  - workflow priciest_products { 1 param, 1 turn }" in out
     assert out.rstrip().splitlines()[-1].startswith("Plan: ")
     assert list(tmp_path.iterdir()) == []
 
@@ -141,9 +141,13 @@ def test_diff_against_a_git_revision_shows_a_schema_edit_and_its_impact(tmp_path
     monkeypatch.chdir(repo)
     assert main(["diff", "hello/hello.craft", "--rev", "HEAD"]) == 2
     out = capsys.readouterr().out
+    assert '  ~ entity Product { ~ table "shop.products" -> "shop.products_v2" }' in out
+    assert "Retrain: no (sft and grpo are reused)" in out
+    assert "Plan: 0 to add, 1 to change, 0 to remove." in out
+    assert main(["diff", "hello/hello.craft", "--rev", "HEAD", "--full"]) == 2
+    out = capsys.readouterr().out
     assert '~ table: "shop.products" -> "shop.products_v2"' in out
     assert "entity.Product touches:" in out and "priciest_products" in out
-    assert "Plan: 0 to add, 1 to change, 0 to remove." in out
     assert main(["diff", "hello/hello.craft", "--rev", "no-such-rev"]) == 1
     assert "not a revision" in capsys.readouterr().err
 

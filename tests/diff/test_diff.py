@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from craftc.diff import PlanSide, diff_sides, render_json, render_markdown, render_text
+from craftc.diff import PlanSide, classify_schema, diff_sides, render_json, render_markdown, render_text
+from craftc.diff.renames import plan_renames
 from craftc.emit.compile import compile_recipe
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,10 +53,13 @@ def test_changed_setting_is_old_to_new_with_hidden_count_and_file_diff(tmp_path,
     assert stage.address == "stage.grpo" and stage.action == "change"
     assert [(a.key, a.old, a.new) for a in stage.attributes] == [("steps", 2, 9)]
     text = render_text(diff)
-    assert "  ~ stage.grpo {\n      ~ steps: 2 -> 9\n" in text
-    assert f"# ({stage.unchanged} unchanged attributes hidden)" in text
-    assert '-  "max_steps": 2,' in text and '+  "max_steps": 9,' in text     # trl_config.json
-    assert "  + add" not in text and "  ~ change in place" in text         # legend: used symbols only
+    assert f"  ~ stage grpo {{ steps 2 -> 9 }}  # ({stage.unchanged} unchanged attributes hidden)\n" in text
+    assert "Changes (~ change in place):" in text                          # legend: used symbols only
+    # A stage config is derived from the recipe: named by default, its diff under --full.
+    assert "stages/grpo/trl_config.json (+1 -1)" in text and '"max_steps"' not in text
+    full = render_text(diff, full=True)
+    assert "  ~ stage.grpo {\n      ~ steps: 2 -> 9\n" in full
+    assert '-  "max_steps": 2,' in full and '+  "max_steps": 9,' in full
     assert text.endswith("Plan: 0 to add, 1 to change, 0 to remove.\n")
 
 
@@ -66,8 +70,14 @@ def test_added_and_removed_resources_list_their_attributes(tmp_path, hello_files
     actions = {(r.address, r.action) for r in diff.resources}
     assert ("workflow.dearest_products", "add") in actions
     assert ("workflow.priciest_products", "remove") in actions
+    assert [(r.kind, r.old, r.new) for r in diff.renames] == \
+        [("workflow", "workflow.priciest_products", "workflow.dearest_products")]
     text = render_text(diff)
-    assert "  + workflow.dearest_products {" in text and "  - workflow.priciest_products {" in text
+    # The same questions under a new name: one rename line, not a removal and an addition.
+    assert "  ~ workflow priciest_products => dearest_products {" in text
+    assert "- workflow" not in text and "+ workflow" not in text
+    full = render_text(diff, full=True)
+    assert "  + workflow.dearest_products {" in full and "  - workflow.priciest_products {" in full
     assert "Plan: 1 to add, 0 to change, 1 to remove." in text
 
 
@@ -101,7 +111,31 @@ def test_json_and_markdown_carry_the_same_facts(tmp_path, hello_files):
     data = json.loads(render_json(diff))
     assert data["same"] is False and data["counts"]["change"] == 1
     assert data["resources"][0]["attributes"][0] == {"key": "seed", "action": "change", "old": 1, "new": 2}
+    assert all(r["rerun"] for r in data["reruns"])          # the seed is an input of every step
+    assert data["retrain"] is True and data["retrain_line"].startswith("Retrain: yes")
     markdown = render_markdown(diff)
-    assert "```diff\n! recipe {\n    ! seed: 1 -> 2" in markdown
+    assert "```diff\n! recipe { seed 1 -> 2 }" in markdown
     assert "**Plan: 0 to add, 1 to change, 0 to remove.**" in markdown
-    assert "<details><summary><code>! stages/sft/trl_config.json</code></summary>" in markdown
+    assert "- <code>! stages/sft/trl_config.json</code> (derived; `--full` shows the diff)" in markdown
+    full = render_markdown(diff, full=True)
+    assert "```diff\n! recipe {\n    ! seed: 1 -> 2" in full
+    assert "<details><summary><code>! stages/sft/trl_config.json</code></summary>" in full
+
+
+def _plan(entities, metrics=(), workflows=()):
+    return {"recipe": {"workflows": list(workflows),
+                       "schema": {"name": "s", "version": 1, "entities": list(entities), "metrics": list(metrics)}}}
+
+
+def test_renamed_entities_and_metrics_are_one_breaking_rename_each():
+    field = {"name": "n", "type": {"kind": "string"}, "column": "n", "doc": ""}
+    entity = {"name": "Item", "table": "shop.items", "view": "item", "doc": "", "key": {"name": "id", "column": "id"},
+              "fields": [field], "refs": []}
+    metric = {"name": "total", "expr": "sum(Item.n)", "doc": "", "entities": ["Item"]}
+    before = _plan([entity], [metric])
+    after = _plan([{**entity, "name": "Product", "view": "product"}], [{**metric, "name": "grand_total"}])
+    assert [(r.kind, r.old, r.new) for r in plan_renames(before, after)] == [
+        ("entity", "entity.Item", "entity.Product"), ("metric", "metric.total", "metric.grand_total")]
+    changes = [(c.address, c.category, c.change) for c in classify_schema(before, after, {}, {})]
+    assert changes == [("entity.Item", "breaking", "entity renamed `Item` -> `Product`"),
+                       ("metric.total", "breaking", "metric renamed `total` -> `grand_total`")]

@@ -104,6 +104,9 @@ def test_a_binding_only_schema_change_reuses_training_and_keeps_the_agent_unchan
     # report, which reads only them, is reused.
     assert status == {"world": "ran", "distill": "reused", "gate": "reused", "dataset": "reused",
                       "sft": "reused", "grpo": "reused", "eval": "ran", "report": "reused"}
+    # `craftc diff` said so before the run, from the same input hashing.
+    predicted = json.loads(craftc("diff", work / "plan_v1", plan, "--format", "json", cwd=work).stdout)["reruns"]
+    assert {r["step"]: "ran" if r["rerun"] else "reused" for r in predicted} == status
     # The warehouse file moved its tables and renamed its columns; what the agent sees and
     # does through the logical views is byte for byte the same.
     assert _episodes(run_dir) == before

@@ -66,6 +66,27 @@ def test_v1_to_v2_is_breaking_and_names_what_breaks(versions):
     assert data["verdict_line"].startswith("Schema change: breaking (retrain")
 
 
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_v1_to_v1_1_diff_matches_golden(tmp_path, fmt):
+    recipe_tree(tmp_path / "v1", "ads.craft")
+    recipe_tree(tmp_path / "v1_1", "ads_v1_1.craft")
+    result = craftc("diff", V1, "v1_1/recipes/ads_analytics.craft", "--format", fmt, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    check_golden(f"ads_v1_v1_1.{'txt' if fmt == 'text' else 'md'}", result.stdout)
+
+
+def test_v1_to_v1_1_reruns_world_and_eval_and_reuses_training(tmp_path):
+    recipe_tree(tmp_path / "v1", "ads.craft")
+    recipe_tree(tmp_path / "v1_1", "ads_v1_1.craft")
+    result = craftc("diff", V1, "v1_1/recipes/ads_analytics.craft", "--format", "json", cwd=tmp_path)
+    data = json.loads(result.stdout)
+    assert [r["step"] for r in data["reruns"] if r["rerun"]] == ["world", "eval"]
+    assert data["retrain"] is False and data["retrain_line"] == "Retrain: no (sft and grpo are reused)"
+    text = craftc("diff", V1, "v1_1/recipes/ads_analytics.craft", cwd=tmp_path).stdout
+    assert "  reused  sft" in text and "  reused  grpo" in text
+    assert "  rerun   world     changed: binding, schema (physical bindings only" in text
+
+
 def test_v1_to_v1_1_is_binding_only(tmp_path):
     before = recipe_tree(tmp_path / "v1", "ads.craft")
     after = recipe_tree(tmp_path / "v1_1", "ads_v1_1.craft", spec_name="ads_v1_1.craft")
@@ -80,11 +101,13 @@ def test_v1_to_v1_1_is_binding_only(tmp_path):
     assert [f["path"] for f in data["files"]] == ["sql/binding.sql"]
 
 
-def test_markdown_diff_has_an_impact_table_and_the_verdict(versions):
+def test_markdown_diff_leads_with_the_verdict_reruns_and_impact(versions):
     markdown = diff(versions, "--format", "markdown").stdout
     assert "**Schema change: breaking (retrain" in markdown
-    assert "#### Impact\n\n| class | change | workflows | fix |" in markdown
-    assert "| `breaking` | `entity.Campaign.fields.daily_budget`: field removed | `budget_pacing` |" in markdown
+    opened, folded = markdown.split("<details>", 1)
+    assert "#### What reruns" in opened and "#### Impact (4 breaking, 3 additive" in opened
+    assert "- `breaking` field Campaign.daily_budget: field removed; read by budget_pacing; fix: restore" in opened
+    assert "! field final_url => landing_page_url" in folded
 
 
 def test_identical_plans_have_no_verdict_and_exit_0(versions):

@@ -10,6 +10,7 @@ logical schema and the world's logical data.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,7 @@ def v1_run(tmp_path_factory):
     result = craftc("run", plan, "--run-dir", run_dir, "--until", "dataset")
     assert result.returncode == 0, result.stdout + result.stderr
     assert _statuses(run_dir) == dict.fromkeys(STEPS, "ran")
+    shutil.copytree(run_dir, root / "run_v1")          # as it was, for tests that run into a copy
     return root, run_dir, _logical_hash(run_dir)
 
 
@@ -57,6 +59,24 @@ def test_binding_only_change_reruns_world_and_reuses_distill_gate_dataset(v1_run
     assert _logical_hash(run_dir) == v1_hash
     tables = json.loads((run_dir / "world/manifest.json").read_text())
     assert tables["plan_hash"] == load_plan(plan).content_hash
+
+
+def test_the_diff_predicts_what_the_runner_reruns(v1_run):
+    """`craftc diff`'s rerun list comes from the runner's own hashing: it agrees step for step."""
+    root, run_dir, _ = v1_run
+    plan = root / "plan_v1_1"
+    if not plan.exists():
+        _compile(recipe_tree(root / "v1_1", "ads_v1_1.craft").parents[1], plan)
+    predicted = json.loads(craftc("diff", root / "plan_v1", plan, "--format", "json").stdout)["reruns"]
+    assert {r["step"]: r["rerun"] for r in predicted} == {
+        "world": True, "distill": False, "gate": False, "dataset": False,
+        "sft": False, "grpo": False, "eval": True, "report": False}
+    # Into a copy of the v1 run, so the order of the tests does not matter.
+    fresh = shutil.copytree(root / "run_v1", root / "run_for_prediction")
+    result = craftc("run", plan, "--run-dir", fresh, "--until", "dataset")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert _statuses(fresh) == {r["step"]: "ran" if r["rerun"] else "reused" for r in predicted
+                                if r["step"] in STEPS}
 
 
 def test_the_spec_file_name_does_not_invalidate_distill(v1_run):
