@@ -27,7 +27,7 @@ from craftc.ir import (
     Recipe, Reward, StageBase, Teacher, Tool,
 )
 
-__all__ = ["Key", "BLOCK_KEYS", "BLOCK_MODELS", "keys_of", "shown_default"]
+__all__ = ["Key", "BLOCK_KEYS", "BLOCK_MODELS", "keys_of", "shown_default", "explain_setting"]
 
 
 @dataclass(frozen=True)
@@ -176,3 +176,31 @@ BLOCK_KEYS: dict[str, dict[str, Key]] = {
     "tool": keys_of(Tool),
     "format": keys_of(BlockFormat),
 }
+
+
+def explain_setting(name: str) -> str | None:
+    """``craftc explain stage.warmup`` (or ``warmup``: every block that has it); None if unknown.
+
+    Example:
+        >>> explain_setting("stage.lr").splitlines()[0]
+        'stage.lr: learning rate'
+    """
+    block, _, key = name.rpartition(".")
+    found = [(kind, keys[key]) for kind, keys in BLOCK_KEYS.items()
+             if key in keys and block in ("", kind)]
+    if not found:
+        return None
+    parts = []
+    for kind, k in found:
+        field_name = k.field or key
+        model = BLOCK_MODELS[kind]
+        if kind == "stage" and field_name in StageBase.model_fields:
+            model = StageBase
+        field = (f"{model.__name__}.{field_name} in craftc/ir.py" if field_name in model.model_fields
+                 else "not a field: lowering turns it into others")
+        lines = [f"{kind}.{key}: {k.doc}", f"  type: {k.describe_type()}", f"  default: {k.default}"]
+        if k.describe_range():
+            lines.append(f"  range: {k.describe_range()}")
+        lines.append(f"  declared: {field}")
+        parts.append("\n".join(lines) + "\n")
+    return "\n".join(parts)

@@ -57,6 +57,13 @@ def test_docs_language_md_carries_the_generated_settings_tables():
             assert f"`{key}`" in doc, (kind, key)
 
 
+def test_docs_training_md_points_to_the_generated_model_table_instead_of_restating_defaults():
+    doc = (ROOT / "docs/training.md").read_text()
+    assert "| spec key | default" not in doc
+    assert "(language.md#model-name--)" in doc and "### `model NAME { ... }`" in (
+        ROOT / "docs/language.md").read_text()
+
+
 def test_did_you_mean_finds_close_names_and_only_those():
     assert did_you_mean("Campaing", ["Campaign", "Advertiser"]) == "Campaign"
     assert did_you_mean("dailystat", ["DailyStat", "Geo"]) == "DailyStat"
