@@ -26,7 +26,7 @@ __all__ = [
     "TeacherKind", "BuiltinJudgeKind", "JudgeKind", "ToolKind", "GateName", "RewardComponent",
     "StageKind", "Arm", "InputMode", "MaskRole", "ExecutionReject", "OutputReject", "ModelSource",
     "TrlValue", "TEACHER_KINDS", "BUILTIN_JUDGES", "JUDGE_KINDS", "TOOL_KINDS", "GATE_ORDER",
-    "REWARD_COMPONENTS", "STAGE_KINDS", "ARMS", "INPUT_MODES",
+    "REWARD_COMPONENTS", "STAGE_KINDS", "ARMS", "INPUT_MODES", "ARM_INPUT",
 ]
 
 
@@ -193,6 +193,8 @@ REWARD_COMPONENTS: tuple[str, ...] = get_args(RewardComponent)   # also TRL's re
 STAGE_KINDS: tuple[str, ...] = get_args(StageKind)
 ARMS: tuple[str, ...] = get_args(Arm)
 INPUT_MODES: tuple[str, ...] = get_args(InputMode)
+# The model input each eval arm sees: both trained arms get the stripped prompt.
+ARM_INPUT: dict[str, str] = {"craft": "stripped", "sft_only": "stripped", "stuffed": "stuffed"}
 
 
 def _surface(key: str | None = None, type: str | None = None, shown: str | None = None) -> dict:
