@@ -203,6 +203,13 @@ def cmd_fmt(args) -> int:
 def cmd_explain(args) -> int:
     from craftc.codes import CODES, explain
 
+    if args.code.strip().upper() not in CODES:
+        from craftc.check.setting_keys import explain_setting
+
+        setting = explain_setting(args.code.strip())
+        if setting is not None:
+            sys.stdout.write(setting)
+            return 0
     known = args.code.strip().upper() in CODES
     (sys.stdout if known else sys.stderr).write(explain(args.code))
     return 0 if known else 1
@@ -305,8 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="only report files that would change (exit 1)")
     p.set_defaults(func=cmd_fmt)
 
-    p = sub.add_parser("explain", help="document a diagnostic code")
-    p.add_argument("code", metavar="CODE")
+    p = sub.add_parser("explain", help="document a diagnostic code or a setting (`stage.lr`, `warmup`)")
+    p.add_argument("code", metavar="CODE|SETTING")
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("import", help="write a schema spec from a warehouse, SQL DDL or dbt; --check for drift")

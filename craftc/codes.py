@@ -207,9 +207,37 @@ CODES: dict[str, CodeInfo] = {
                "field objective enum(awareness, traffic)"),
     "E212": _c("nested block where a value is needed",
                "A setting that takes values got a `{ ... }` block, or the reverse.",
-               "Only `penalties` and `backend` take a nested block.",
+               "Only `penalties`, `backend` and a stage's `trl` take a nested block.",
                "stage sft { lr { value 3e-4 } }",
                "stage sft { lr 3e-4 }"),
+    "E213": _c("setting of another stage kind",
+               "An sft stage sets a setting only grpo stages have (`group`, `max_turns`, `max_new_tokens`, "
+               "`temperature`, `beta`, `rollout`, `vllm_mode`).",
+               "The sft trainer generates nothing, so the setting would be silently ignored; the IR's "
+               "`SFTStage` has no such field.",
+               "stage sft { base tiny_moe  group 4 }",
+               "stage grpo { from sft  group 4 }"),
+    "E214": _c("unknown TRL key",
+               "A key in a stage's `trl { ... }` block is not a field of the installed TRL's config class "
+               "for that stage kind (`SFTConfig` for sft, `GRPOConfig` for grpo).",
+               "TRL would refuse the key when the stage starts; the compiler reads the installed TRL's "
+               "source (without importing it) to say so at compile time.",
+               "stage sft { trl { save_total_limt 3 } }",
+               "stage sft { trl { save_total_limit 3 } }"),
+    "E215": _c("TRL key set by craft",
+               "A stage's `trl { ... }` block sets a TRL key that craft fills from a recipe setting "
+               "(`learning_rate` from `lr`, `num_generations` from `group`, ...); the table is "
+               "`craftc/trl_keys.py`'s `CRAFT_TO_TRL`.",
+               "Two places for one value would disagree; the craft setting is the one the checks, the "
+               "plan diff and the docs know.",
+               "stage sft { trl { learning_rate 1e-4 } }",
+               "stage sft { lr 1e-4 }"),
+    "W216": _c("TRL keys not checked",
+               "A stage has a `trl { ... }` block but TRL (or the source of its config classes) is not "
+               "installed where `craftc` runs, so the keys cannot be checked.",
+               "The plan still carries the keys; an unknown one fails only when the stage starts.",
+               "stage sft { trl { save_total_limit 3 } }   # compiled without TRL installed",
+               "pip install trl   # then compile again"),
     # ------------------------------------------------------------ workflows and templates
     "E301": _c("template slot without a param",
                "An `ask` or `turn` phrasing contains `{x}` but the workflow declares no param `x`.",

@@ -12,7 +12,7 @@ not change the plan.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,7 +21,12 @@ __all__ = [
     "FieldType", "EntityField", "EntityRef", "EntityKey", "Entity", "Metric", "Schema",
     "Param", "Expectation", "Turn", "Workflow",
     "Tool", "BlockFormat", "Teacher", "Judge", "ExecutionGate", "OutputGate",
-    "JudgeGate", "Gates", "Reward", "ModelSpec", "Stage", "EvalSpec", "Recipe", "Plan",
+    "JudgeGate", "Gates", "Reward", "ModelSpec", "StageBase", "SFTStage", "GRPOStage", "Stage",
+    "STAGE_MODELS", "EvalSpec", "Recipe", "Plan",
+    "TeacherKind", "BuiltinJudgeKind", "JudgeKind", "ToolKind", "GateName", "RewardComponent",
+    "StageKind", "Arm", "InputMode", "MaskRole", "ExecutionReject", "OutputReject", "ModelSource",
+    "TrlValue", "TEACHER_KINDS", "BUILTIN_JUDGES", "JUDGE_KINDS", "TOOL_KINDS", "GATE_ORDER",
+    "REWARD_COMPONENTS", "STAGE_KINDS", "ARMS", "INPUT_MODES", "ARM_INPUT",
 ]
 
 
@@ -160,70 +165,141 @@ class Workflow(Node):
     turns: tuple[Turn, ...]
 
 
+# ---------------------------------------------------------------- settings vocabulary
+
+# Every list of names the language knows is declared here once; checks, emit, docs and
+# the runtime read these aliases (``get_args`` gives the tuple).
+TeacherKind = Literal["synthetic", "openai", "hf", "vllm"]
+BuiltinJudgeKind = Literal["plan_code", "prompt_params", "no_ddl_leak"]
+JudgeKind = Literal["plan_code", "prompt_params", "no_ddl_leak", "llm"]
+ToolKind = Literal["run_code", "list_entities", "describe_entity"]
+GateName = Literal["execution", "output", "judge"]
+RewardComponent = Literal["outcome", "process", "consistency", "judge"]
+StageKind = Literal["sft", "grpo"]
+Arm = Literal["craft", "sft_only", "stuffed"]
+InputMode = Literal["stripped", "stuffed"]
+MaskRole = Literal["tool_outputs", "system", "user"]
+ExecutionReject = Literal["error", "syntax", "timeout"]
+OutputReject = Literal["empty", "incomplete", "mismatch"]
+ModelSource = Literal["tiny_moe", "path", "hub"]
+TrlValue = str | int | float | bool
+
+TEACHER_KINDS: tuple[str, ...] = get_args(TeacherKind)
+BUILTIN_JUDGES: tuple[str, ...] = get_args(BuiltinJudgeKind)
+JUDGE_KINDS: tuple[str, ...] = get_args(JudgeKind)
+TOOL_KINDS: tuple[str, ...] = get_args(ToolKind)
+GATE_ORDER: tuple[str, ...] = get_args(GateName)
+REWARD_COMPONENTS: tuple[str, ...] = get_args(RewardComponent)   # also TRL's reward_weights order
+STAGE_KINDS: tuple[str, ...] = get_args(StageKind)
+ARMS: tuple[str, ...] = get_args(Arm)
+INPUT_MODES: tuple[str, ...] = get_args(InputMode)
+# The model input each eval arm sees: both trained arms get the stripped prompt.
+ARM_INPUT: dict[str, str] = {"craft": "stripped", "sft_only": "stripped", "stuffed": "stuffed"}
+
+
+def _surface(key: str | None = None, type: str | None = None, shown: str | None = None) -> dict:
+    """How a field is written in a recipe, when that differs from the field itself.
+
+    ``key`` is the recipe key (``timeout`` for ``timeout_s``), ``type`` the surface type
+    when the Python type does not say it (``duration``, ``fraction``, ``env``,
+    ``string_or_env``, ``model_ref``, ``rollout``, ``reject``, ``block``, ``name``) and
+    ``shown`` the default as the docs state it when the field has none of its own.
+    Fields with a ``description`` are recipe settings; ``craftc.check.setting_keys``
+    builds the settings table from them.
+    """
+    return {k: v for k, v in (("key", key), ("type", type), ("shown", shown)) if v is not None}
+
+
 # ---------------------------------------------------------------- distillation
 
 
 class Tool(Node):
     name: str
-    kind: Literal["run_code", "list_entities", "describe_entity"]
-    doc: str = ""
+    kind: ToolKind = Field(description="what the tool does (defaults to the tool's name when "
+                           "it is a kind)", json_schema_extra=_surface(shown="the name"))
+    doc: str = Field("", description="description shown in the system prompt")
 
 
 class BlockFormat(Node):
     """The three-block assistant turn and the final-answer block."""
 
-    think: str = "THINK"
-    plan: str = "PLAN"
-    code: str = "CODE"
-    answer: str = "ANSWER"
+    think: str = Field("THINK", description="tag of the reasoning block")
+    plan: str = Field("PLAN", description="tag of the business-level plan block")
+    code: str = Field("CODE", description="tag of the executable code block")
+    answer: str = Field("ANSWER", description="tag of the final-answer block")
 
 
 class Teacher(Node):
-    kind: Literal["synthetic", "openai", "hf", "vllm"]
-    candidates: int = 8
-    model: str | None = None
-    base_url: str | None = None          # literal URL, or resolved from base_url_env at run time
+    kind: TeacherKind = Field("synthetic", description="backend kind")
+    candidates: int = Field(8, ge=1, description="candidate trajectories per workflow instance")
+    model: str | None = Field(None, description="model id the backend serves (openai, hf, vllm)")
+    # A literal URL, or resolved from base_url_env at run time.
+    base_url: str | None = Field(None, description='endpoint URL (openai), or env("VAR") holding it',
+                                 json_schema_extra=_surface(type="string_or_env"))
     base_url_env: str | None = None
-    api_key_env: str | None = None
-    concurrency: int = 4
-    timeout_s: float = 60.0
-    max_retries: int = 3
-    temperature: float = 0.7
-    max_new_tokens: int = 1024
-    noise: float = 0.5                   # synthetic: share of candidates corrupted
+    api_key_env: str | None = Field(None, description="environment variable holding the API key",
+                                    json_schema_extra=_surface(key="api_key", type="env"))
+    concurrency: int = Field(4, ge=1, le=256, description="requests in flight")
+    timeout_s: float = Field(60.0, gt=0, description="per-request timeout",
+                             json_schema_extra=_surface(key="timeout", type="duration"))
+    max_retries: int = Field(3, ge=0, le=20, description="retries per request")
+    temperature: float = Field(0.7, ge=0, le=5, description="sampling temperature")
+    max_new_tokens: int = Field(1024, ge=1, description="tokens generated per candidate")
+    noise: float = Field(0.5, ge=0, le=1, description="synthetic: share of candidates corrupted",
+                         json_schema_extra=_surface(type="fraction"))
 
 
 class Judge(Node):
     name: str
-    kind: Literal["plan_code", "prompt_params", "no_ddl_leak", "llm"]
-    weight: float = 1.0
-    backend: Teacher | None = None       # llm judges only
-    rubric: str = ""
+    kind: JudgeKind = Field(description="judge kind (defaults to the judge's name when that is a kind)",
+                            json_schema_extra=_surface(shown="the name"))
+    weight: float = Field(1.0, ge=0, description="weight in a `vote weighted` ensemble")
+    rubric: str = Field("", description="llm judges: what to judge")
+    backend: Teacher | None = Field(None, description="llm judges: the model to ask (teacher "
+                                    "settings + kind)", json_schema_extra=_surface(type="block"))
 
 
 class ExecutionGate(Node):
-    reject: tuple[Literal["error", "syntax", "timeout"], ...] = ("error", "syntax", "timeout")
-    timeout_s: float = 10.0
-    memory_mb: int = 1024
-    jobs_per_process: int = 1   # sandbox process reuse: 1 = a fresh process per candidate
-    workers: int = 2            # sandbox processes running code at once (gate, GRPO rollouts, eval)
-    secret_env: tuple[str, ...] = ()  # host variables redacted from job output, beyond *KEY*/*TOKEN*/...
+    reject: tuple[ExecutionReject, ...] = Field(
+        get_args(ExecutionReject),
+        description="failure kinds rejected; `timeout 10s` also sets the timeout",
+        json_schema_extra=_surface(type="reject"))
+    timeout_s: float = Field(10.0, gt=0, description="wall-clock limit per execution",
+                             json_schema_extra=_surface(key="timeout", type="duration"))
+    memory_mb: int = Field(1024, ge=16, description="memory limit per execution, in MB",
+                           json_schema_extra=_surface(key="memory"))
+    # Sandbox process reuse: 1 = a fresh process per candidate.
+    jobs_per_process: int = Field(
+        1, ge=1, le=1000,
+        description="candidates one sandbox process may run in turn (1: a fresh process each; "
+                    "more is faster, and a candidate's changes to modules can reach later ones)")
+    workers: int = Field(
+        2, ge=1, le=256,
+        description="sandbox processes running agent code at once, in the gate, GRPO rollouts and eval "
+                    "(a warning when above the machine's CPUs)")
+    secret_env: tuple[str, ...] = Field(
+        (), description="host environment variables whose values are redacted from what sandboxed code "
+                        "returns, beyond names with KEY, TOKEN, SECRET or PASSWORD (docs/sandbox.md)",
+        json_schema_extra=_surface(type="name_list", shown="none"))
 
 
 class OutputGate(Node):
-    reject: tuple[Literal["empty", "incomplete", "mismatch"], ...] = (
-        "empty", "incomplete", "mismatch",
-    )
+    reject: tuple[OutputReject, ...] = Field(get_args(OutputReject),
+                                             description="output problems rejected")
 
 
 class JudgeGate(Node):
-    judges: tuple[str, ...] = ("plan_code", "prompt_params", "no_ddl_leak")
-    vote: Literal["majority", "unanimous", "weighted"] = "unanimous"
-    threshold: float = 0.5               # weighted vote: share of weight needed to pass
+    judges: tuple[str, ...] = Field(BUILTIN_JUDGES, description="the judge ensemble (built-in or "
+                                    "declared judges)")
+    # The built-in judges each check a different property, so by default all must pass.
+    vote: Literal["majority", "unanimous", "weighted"] = Field(
+        "unanimous", description="how the ensemble decides")
+    threshold: float = Field(0.5, ge=0, le=1, description="weighted vote: share of weight needed "
+                             "to pass", json_schema_extra=_surface(type="fraction"))
 
 
 class Gates(Node):
-    order: tuple[str, ...] = ("execution", "output", "judge")
+    order: tuple[GateName, ...] = GATE_ORDER
     execution: ExecutionGate = ExecutionGate()
     output: OutputGate = OutputGate()
     judge: JudgeGate = JudgeGate()
@@ -232,82 +308,127 @@ class Gates(Node):
 class Reward(Node):
     """R_total = sum_i w_i * R_i, each component in [0, 1]."""
 
-    outcome: float = 0.5
-    process: float = 0.2
-    consistency: float = 0.2
-    judge: float = 0.1
-    aggregate: Literal["sum", "normalized"] = "normalized"
-    penalties: tuple[tuple[str, float], ...] = (
-        ("discovery_call", 0.05), ("redundant_join", 0.1), ("select_star", 0.05),
-    )
-    step_rewards: bool = True            # reward each tool turn, not only the last
+    # Negative weights are the reward checker's (E403), so the weights carry no range.
+    outcome: float = Field(0.5, description="weight of R_outcome (execution success, unit tests)")
+    process: float = Field(0.2, description="weight of R_process (tool-call structure, anti-patterns)")
+    consistency: float = Field(0.2, description="weight of R_consistency (plan/code agreement)")
+    judge: float = Field(0.1, description="weight of R_judge (business alignment)")
+    # An unknown mode is the reward checker's E405, so the surface type is a plain name.
+    aggregate: Literal["sum", "normalized"] = Field(
+        "normalized", description="`sum` adds the weighted components; `normalized` first divides "
+        "the weights by their sum",
+        json_schema_extra=_surface(type="name"))
+    penalties: tuple[tuple[str, float], ...] = Field(
+        (("discovery_call", 0.05), ("redundant_join", 0.1), ("select_star", 0.05)),
+        description="`name weight` pairs subtracted per occurrence",
+        json_schema_extra=_surface(type="block"))
+    step_rewards: bool = Field(True, description="reward each tool turn, not only the last")
 
 
 # ---------------------------------------------------------------- training
 
 
 class ModelSpec(Node):
-    """A base model: the embedded tiny_moe, a local directory or a hub id."""
+    """A base model: the embedded tiny_moe, a local directory or a hub id.
+
+    The tiny_moe shape fields are the embedded model's only defaults: the runtime
+    builds it from these.
+    """
 
     name: str
-    source: Literal["tiny_moe", "path", "hub"]
-    path: str | None = None
-    context: int = 2048
-    hidden: int = 192
-    layers: int = 4
-    heads: int = 4
-    kv_heads: int = 2
-    experts: int = 4
-    top_k: int = 2
-    intermediate: int = 384
-    vocab: int = 2048
-    seed: int = 0
+    source: ModelSource = Field("tiny_moe", description="where the model comes from (default: "
+                                "tiny_moe, or hub/path when `path` is set)")
+    path: str | None = Field(None, description="hub id (`org/name`) or a directory relative to "
+                             "the recipe")
+    context: int = Field(2048, ge=16, description="context length in tokens")
+    hidden: int = Field(192, ge=8, description="tiny_moe: hidden size")
+    layers: int = Field(4, ge=1, description="tiny_moe: layers")
+    heads: int = Field(4, ge=1, description="tiny_moe: attention heads")
+    kv_heads: int = Field(2, ge=1, description="tiny_moe: key/value heads")
+    experts: int = Field(4, ge=1, description="tiny_moe: experts per MoE layer")
+    top_k: int = Field(2, ge=1, description="tiny_moe: experts routed per token")
+    intermediate: int = Field(384, ge=8, description="tiny_moe: expert MLP size")
+    vocab: int = Field(2048, ge=64, description="tiny_moe: BPE vocabulary size")
+    seed: int = Field(0, ge=0, description="tiny_moe: weight init seed")
 
 
-class Stage(Node):
+class StageBase(Node):
+    """What every stage has; :class:`SFTStage` and :class:`GRPOStage` add their kind."""
+
     name: str
-    kind: Literal["sft", "grpo"]
-    after: str | None = None             # the stage whose checkpoint this one starts from
-    base: str                            # a ModelSpec name
-    input: Literal["stripped", "stuffed"] = "stripped"
-    mask: tuple[Literal["tool_outputs", "system", "user"], ...] = (
-        "tool_outputs", "system", "user",
-    )
-    epochs: float = 3.0
-    steps: int | None = None             # overrides epochs when set
-    lr: float = 3e-4
-    warmup: float = 0.0                  # share of the optimiser steps warming the learning rate up
-    batch: int = 8                       # global batch (examples per optimiser step)
-    per_device_batch: int = 8
-    max_length: int = 1024
-    # grpo
-    group: int = 4
-    max_turns: int = 3
-    max_new_tokens: int = 256
-    temperature: float = 1.0
-    beta: float = 0.0
-    rollout: Literal["transformers", "vllm"] = "transformers"
-    vllm_mode: Literal["colocate", "server"] = "colocate"
+    kind: StageKind = Field(description="trainer (defaults to the stage name when it is sft or grpo)",
+                            json_schema_extra=_surface(shown="the name"))
+    after: str | None = Field(None, description="the stage whose checkpoint this one starts from",
+                              json_schema_extra=_surface(key="from", type="name"))
+    base: str = Field("tiny_moe", description='base model: a `model` block, `tiny_moe`, or "org/name"',
+                      json_schema_extra=_surface(type="model_ref"))
+    input: InputMode = Field("stripped", description="model input mode")
+    mask: tuple[MaskRole, ...] = Field(get_args(MaskRole), description="roles masked from the loss "
+                                       "(must include tool_outputs)")
+    epochs: float = Field(3.0, gt=0, description="passes over the data")
+    steps: int | None = Field(None, ge=1, description="optimiser steps (overrides epochs)")
+    lr: float = Field(3e-4, gt=0, le=1, description="learning rate")
+    warmup: float = Field(0.0, ge=0, le=0.5, description="share of the optimiser steps with a "
+                          "linear learning-rate warm-up", json_schema_extra=_surface(type="fraction"))
+    batch: int = Field(8, ge=1, description="global batch (examples per optimiser step)")
+    per_device_batch: int = Field(8, ge=1, description="examples per device per forward pass")
+    max_length: int = Field(1024, ge=16, description="max tokens per training example")
     # scale
-    parallel: Literal["none", "ddp", "fsdp2", "zero3"] = "none"
-    gpus: int = 0
-    nodes: int = 1
-    processes: int = 1                   # training processes per node on CPU (`gpus 0`)
-    mixed_precision: Literal["no", "bf16", "fp16"] = "no"
+    parallel: Literal["none", "ddp", "fsdp2", "zero3"] = Field("none",
+                                                                description="distributed strategy")
+    gpus: int = Field(0, ge=0, le=1024, description="GPUs per node (0 = CPU)")
+    nodes: int = Field(1, ge=1, le=4096, description="machines")
+    processes: int = Field(1, ge=1, le=256, description="training processes per node on CPU "
+                           "(`gpus 0`); above 1 needs `parallel ddp`")
+    mixed_precision: Literal["no", "bf16", "fp16"] = Field("no", description="mixed precision")
+    # Sorted by key, so the plan does not depend on the order they were written in.
+    trl: tuple[tuple[str, TrlValue], ...] = Field(
+        (), description="TRL config keys passed through as written (`trl { save_total_limit 3 }`); "
+                        "checked against the installed TRL",
+        json_schema_extra=_surface(type="block", shown="none"))
+
+
+class SFTStage(StageBase):
+    """Stage I: supervised fine-tuning on the accepted trajectories."""
+
+    kind: Literal["sft"] = "sft"
+
+
+class GRPOStage(StageBase):
+    """Stage II: GRPO with multi-turn rollouts; the generation settings exist only here."""
+
+    kind: Literal["grpo"] = "grpo"
+    group: int = Field(4, ge=2, description="grpo: generations per prompt")
+    max_turns: int = Field(3, ge=1, le=64, description="grpo: agent turns per rollout")
+    max_new_tokens: int = Field(256, ge=1, description="grpo: tokens per generated turn")
+    temperature: float = Field(1.0, gt=0, le=5, description="grpo: sampling temperature")
+    beta: float = Field(0.0, ge=0, description="grpo: KL coefficient")
+    rollout: Literal["transformers", "vllm"] = Field(
+        "transformers", description="grpo: generation engine, optionally with the vllm mode "
+        "(`rollout vllm, server`)", json_schema_extra=_surface(type="rollout"))
+    vllm_mode: Literal["colocate", "server"] = Field("colocate", description="grpo: how vLLM runs")
+
+
+Stage = Annotated[SFTStage | GRPOStage, Field(discriminator="kind")]
+STAGE_MODELS: dict[str, type[StageBase]] = {"sft": SFTStage, "grpo": GRPOStage}
 
 
 class EvalSpec(Node):
-    holdout: float = 0.2                 # share of instances held out per workflow
-    holdout_workflows: tuple[str, ...] = ()
-    holdout_phrasings: int = 1           # last N phrasings of each turn never trained on
-    instances: int = 4                   # eval instances per workflow
-    arms: tuple[Literal["craft", "sft_only", "stuffed"], ...] = ("craft", "sft_only", "stuffed")
-    max_turns: int = 3
-    # How the stuffed baseline's SFT budget matches the stripped arm's: `tokens` trains it
-    # on the same accepted trajectories for the same number of training tokens (each
-    # stuffed example is several times longer, so it sees fewer epochs); `steps` gives it
-    # the same examples, epochs and optimiser steps (several times the compute).
-    baseline_budget: Literal["tokens", "steps"] = "tokens"
+    # 0 < holdout < 1 is the eval checker's E508, so the field carries no range.
+    holdout: float = Field(0.2, description="share of instances held out per workflow (0 < x < 1)",
+                           json_schema_extra=_surface(type="fraction"))
+    holdout_workflows: tuple[str, ...] = Field((), description="whole workflows never trained on")
+    holdout_phrasings: int = Field(1, ge=0, description="last N phrasings of each turn never "
+                                   "trained on")
+    instances: int = Field(4, ge=1, description="eval instances per workflow")
+    arms: tuple[Arm, ...] = Field(ARMS, description="what is compared")
+    max_turns: int = Field(3, ge=1, le=64, description="agent turns per eval conversation")
+    # `tokens` trains the stuffed baseline on the same accepted trajectories for the same
+    # number of training tokens (each stuffed example is several times longer, so it sees
+    # fewer epochs); `steps` gives it the same examples, epochs and optimiser steps.
+    baseline_budget: Literal["tokens", "steps"] = Field(
+        "tokens", description="the stuffed baseline's SFT gets the same training `tokens` as the "
+        "stripped arm, or the same `steps` (same epochs, more compute)")
 
 
 class Recipe(Node):
@@ -316,18 +437,21 @@ class Recipe(Node):
     name: str
     profile: str = "default"
     profiles: tuple[str, ...] = ()       # every profile the recipe declares
-    seed: int = 0
-    scale: float = 1.0                   # warehouse size knob (1.0 = default small)
+    seed: int = Field(0, ge=0, description="seed of every random choice in the pipeline")
+    scale: float = Field(1.0, gt=0, le=1000, description="warehouse size knob (1.0 = default small)")
     # An existing warehouse to use instead of generating one: a DuckDB file, resolved
     # where `craftc run` runs (it is run-time data, not part of the plan), or the
     # environment variable that names it.
-    warehouse: str | None = None
+    warehouse: str | None = Field(
+        None, description="an existing DuckDB warehouse to bind instead of generating one (a path "
+        'relative to where `craftc run` runs, or env("VAR"))',
+        json_schema_extra=_surface(type="string_or_env"))
     warehouse_env: str | None = None
     schema_: Schema = Field(alias="schema")
     workflows: tuple[Workflow, ...] = ()
     tools: tuple[Tool, ...] = ()
     format: BlockFormat = BlockFormat()
-    teacher: Teacher = Teacher(kind="synthetic")
+    teacher: Teacher = Teacher()
     judges: tuple[Judge, ...] = ()
     gates: Gates = Gates()
     reward: Reward = Reward()

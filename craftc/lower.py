@@ -11,14 +11,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
+from craftc.check.setting_keys import BLOCK_KEYS
 from craftc.check.settings import merge_settings, resolve_settings
+from craftc.check.trl_block import lower_trl_block
 from craftc.diagnostics import DiagnosticSink, did_you_mean
 from craftc.ir import (
+    BUILTIN_JUDGES, GATE_ORDER, JUDGE_KINDS, STAGE_KINDS, STAGE_MODELS, TEACHER_KINDS, TOOL_KINDS,
     BlockFormat, Entity, EntityField, EntityKey, EntityRef, EvalSpec, ExecutionGate,
     Expectation, FieldType, Gates, Judge, JudgeGate, Metric, ModelSpec, OutputGate, Param,
-    Recipe, Reward, Schema, Span, Stage, Teacher, Tool, Turn, Workflow,
+    Recipe, Reward, ScalarKind, Schema, Span, StageBase, Teacher, Tool, Turn, Workflow,
 )
 from craftc.syntax import (
     Block, EntityDecl, ExpectDecl, Expr, MetricDecl, ParamDecl, ProfileDecl, RecipeDecl,
@@ -30,11 +33,11 @@ __all__ = [
     "render_expr", "SCALAR_TYPES", "GATE_ORDER", "BUILTIN_JUDGES", "DEFAULT_TOOLS",
 ]
 
-SCALAR_TYPES = ("int", "float", "money", "string", "bool", "date", "timestamp", "enum", "id")
-GATE_ORDER = ("execution", "output", "judge")
-BUILTIN_JUDGES = ("plan_code", "prompt_params", "no_ddl_leak")
-DEFAULT_TOOLS = ("run_code", "list_entities", "describe_entity")
-TINY_MOE = ModelSpec(name="tiny_moe", source="tiny_moe")
+SCALAR_TYPES: tuple[str, ...] = get_args(ScalarKind)
+DEFAULT_TOOLS = TOOL_KINDS
+# The base a stage trains when it names none: the embedded model, with the IR's shape.
+DEFAULT_BASE: str = StageBase.model_fields["base"].default
+TINY_MOE = ModelSpec(name=DEFAULT_BASE)
 
 
 def snake_case(name: str) -> str:
@@ -313,24 +316,18 @@ def _lower_format(blocks: list[Block], sink: DiagnosticSink) -> BlockFormat:
     return BlockFormat(span=blocks[-1].span, **values)
 
 
-TEACHER_KINDS = ("synthetic", "openai", "hf", "vllm")
-
-
 def _lower_teacher(blocks: list[Block], sink: DiagnosticSink) -> Teacher:
     if not blocks:
-        return Teacher(kind="synthetic")
+        return Teacher()
     b = blocks[-1]
     values = resolve_settings("teacher", b.settings, sink, _label(b))
-    kind = b.name or "synthetic"
-    if kind not in TEACHER_KINDS:
-        guess = did_you_mean(kind, TEACHER_KINDS)
-        sink.error("E407", f"unknown teacher kind `{kind}`", b.name_span,
+    if b.name is not None and b.name not in TEACHER_KINDS:
+        guess = did_you_mean(b.name, TEACHER_KINDS)
+        sink.error("E407", f"unknown teacher kind `{b.name}`", b.name_span,
                    f"did you mean `{guess}`?" if guess else f"one of {', '.join(TEACHER_KINDS)}")
-        kind = "synthetic"
-    return Teacher(kind=kind, span=b.span, **values)
-
-
-JUDGE_KINDS = ("plan_code", "prompt_params", "no_ddl_leak", "llm")
+    elif b.name is not None:
+        values["kind"] = b.name
+    return Teacher(span=b.span, **values)
 
 
 def _lower_judge(b: Block, sink: DiagnosticSink) -> Judge:
@@ -344,7 +341,7 @@ def _lower_judge(b: Block, sink: DiagnosticSink) -> Judge:
     backend = None
     if backend_block is not None:
         opts = resolve_settings("backend", backend_block.settings, sink, f"{_label(b)} backend")
-        backend = Teacher(kind=opts.pop("kind", "synthetic"), span=backend_block.span, **opts)
+        backend = Teacher(span=backend_block.span, **opts)
     if kind == "llm" and backend is None:
         sink.error("E408", f"llm judge `{b.name}` has no backend", b.name_span,
                    'add `backend { kind openai  model "..."  base_url env("JUDGE_URL") }`')
@@ -384,7 +381,7 @@ def _lower_reward(blocks: list[Block], sink: DiagnosticSink) -> Reward:
                 continue
             pairs.append((s.key, float(s.values[0].python)))
         values["penalties"] = tuple(pairs)
-    if values.get("aggregate") not in (None, "sum", "normalized"):
+    if values.get("aggregate") not in (None, *BLOCK_KEYS["reward"]["aggregate"].choices):
         values.pop("aggregate")   # reported by the reward checker (E405)
     return Reward(span=b.span, **values)
 
@@ -397,8 +394,8 @@ def _lower_models(blocks: list[Block], ctx: LoweringContext,
     models: dict[str, ModelSpec] = {}
     for b in blocks:
         values = resolve_settings("model", b.settings, sink, _label(b))
-        if "source" not in values:
-            values["source"] = _path_source(values["path"], ctx) if "path" in values else "tiny_moe"
+        if "source" not in values and "path" in values:
+            values["source"] = _path_source(values["path"], ctx)
         models.setdefault(b.name, ModelSpec(name=b.name, span=b.span, **values))
     return models
 
@@ -410,16 +407,28 @@ def _path_source(path: str, ctx: LoweringContext) -> str:
 
 
 def _lower_stage(b: Block, models: dict[str, ModelSpec], ctx: LoweringContext,
-                 sink: DiagnosticSink) -> Stage | None:
+                 sink: DiagnosticSink) -> StageBase | None:
     values = resolve_settings("stage", b.settings, sink, _label(b))
-    kind = values.pop("kind", b.name if b.name in ("sft", "grpo") else None)
+    kind = values.pop("kind", b.name if b.name in STAGE_KINDS else None)
     if kind is None:
         sink.error("E509", f"stage `{b.name}` has no kind", b.name_span,
-                   "name the stage `sft` or `grpo`, or add `kind sft` / `kind grpo`")
+                   f"name the stage {' or '.join(f'`{k}`' for k in STAGE_KINDS)}, or add "
+                   f"{' / '.join(f'`kind {k}`' for k in STAGE_KINDS)}")
         return None
-    base = values.pop("base", None)
-    values["base"] = _stage_base(base, models, ctx, sink)
-    return Stage(name=b.name, kind=kind, span=b.span, **values)
+    model = STAGE_MODELS[kind]
+    for s in b.settings:
+        key = BLOCK_KEYS["stage"].get(s.key)
+        if key is not None and (key.field or s.key) not in model.model_fields:
+            owners = [k for k, m in STAGE_MODELS.items() if (key.field or s.key) in m.model_fields]
+            sink.error("E213", f"`{s.key}` is a {'/'.join(owners)}-only setting and `{_label(b)}` "
+                       f"is of kind {kind}", s.key_span,
+                       f"remove `{s.key}` here, or set it on the {'/'.join(owners)} stage")
+    # Drops what E213 reported (`rollout` fills `vllm_mode` too).
+    values = {k: v for k, v in values.items() if k in model.model_fields}
+    values["base"] = _stage_base(values.pop("base", None), models, ctx, sink)
+    if "trl" in values:
+        values["trl"] = lower_trl_block(kind, values["trl"], sink, _label(b))
+    return model(name=b.name, span=b.span, **values)
 
 
 def _inherit_bases(stages: tuple, blocks: list[Block]) -> tuple:
@@ -447,14 +456,14 @@ def _inherit_bases(stages: tuple, blocks: list[Block]) -> tuple:
 def _stage_base(base: Value | None, models: dict[str, ModelSpec], ctx: LoweringContext,
                 sink: DiagnosticSink) -> str:
     if base is None:
-        return "tiny_moe"
+        return DEFAULT_BASE
     if base.kind == "string":
         name = base.python
         models.setdefault(name, ModelSpec(name=name, source=_path_source(name, ctx), path=name,
                                           span=base.span))
         return name
-    if base.text not in models and base.text != "tiny_moe":
-        guess = did_you_mean(base.text, [*models, "tiny_moe"])
+    if base.text not in models and base.text != DEFAULT_BASE:
+        guess = did_you_mean(base.text, [*models, DEFAULT_BASE])
         sink.error("E108", f"unknown model `{base.text}`", base.span,
                    f"did you mean `{guess}`?" if guess else
                    'declare `model NAME { ... }`, or use `tiny_moe` or "org/name"')
@@ -463,8 +472,8 @@ def _stage_base(base: Value | None, models: dict[str, ModelSpec], ctx: LoweringC
 
 def _models_in_use(models: dict[str, ModelSpec], stages) -> tuple[ModelSpec, ...]:
     names = list(models)
-    if any(s is not None and s.base == "tiny_moe" for s in stages) and "tiny_moe" not in models:
-        names.append("tiny_moe")
+    if any(s is not None and s.base == DEFAULT_BASE for s in stages) and DEFAULT_BASE not in models:
+        names.append(DEFAULT_BASE)
     return tuple(models.get(n, TINY_MOE) for n in sorted(names))
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from craftc.check.names import report_duplicates, unknown_name
 from craftc.diagnostics import DiagnosticSink, did_you_mean
-from craftc.ir import Recipe
-from craftc.lower import BUILTIN_JUDGES, GATE_ORDER, setting_span
+from craftc.check.setting_keys import BLOCK_KEYS
+from craftc.ir import BUILTIN_JUDGES, GATE_ORDER, REWARD_COMPONENTS, Recipe
+from craftc.lower import setting_span
 from craftc.syntax import Block, RecipeDecl
 
 __all__ = ["check_config"]
@@ -43,7 +44,7 @@ def _check_gates(decl: RecipeDecl, recipe: Recipe, judges: dict, sink: Diagnosti
     for prev, cur in zip(known, known[1:]):
         if GATE_ORDER.index(cur.name) < GATE_ORDER.index(prev.name):
             sink.error("E402", f"gate `{cur.name}` is declared after gate `{prev.name}`",
-                       cur.name_span, "declare the gates in order: execution, output, judge")
+                       cur.name_span, f"declare the gates in order: {', '.join(GATE_ORDER)}")
     all_judges = {**{j: None for j in BUILTIN_JUDGES}, **judges}
     judge_block = next((b for b in known if b.name == "judge"), None)
     listed = next((s for s in judge_block.settings if s.key == "judges"), None) if judge_block \
@@ -59,11 +60,11 @@ def _check_gates(decl: RecipeDecl, recipe: Recipe, judges: dict, sink: Diagnosti
         if not weighted & set(recipe.gates.judge.judges):
             sink.error("E406", "`vote weighted` but no judge of the ensemble has a weight",
                        setting_span(judge_block, "vote"),
-                       f"give judges weights, e.g. `judge {recipe.gates.judge.judges[0] if recipe.gates.judge.judges else 'plan_code'} {{ weight 2 }}`, "
+                       f"give judges weights, e.g. `judge {(recipe.gates.judge.judges or BUILTIN_JUDGES)[0]} {{ weight 2 }}`, "
                        "or use `vote majority`")
 
 
-_COMPONENTS = ("outcome", "process", "consistency", "judge")
+_AGGREGATES = BLOCK_KEYS["reward"]["aggregate"].choices
 
 
 def _check_reward(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None:
@@ -71,11 +72,11 @@ def _check_reward(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> Non
     if block is None:
         return
     for s in block.settings:
-        if s.key == "aggregate" and s.values and s.values[0].text not in ("sum", "normalized"):
-            guess = did_you_mean(s.values[0].text, ("sum", "normalized"))
+        if s.key == "aggregate" and s.values and s.values[0].text not in _AGGREGATES:
+            guess = did_you_mean(s.values[0].text, _AGGREGATES)
             sink.error("E405", f"unknown aggregation mode `{s.values[0].text}`", s.values[0].span,
-                       f"did you mean `{guess}`?" if guess else "use `sum` or `normalized`")
-        if s.key in _COMPONENTS and s.values and s.values[0].kind == "number" \
+                       f"did you mean `{guess}`?" if guess else f"use one of {', '.join(_AGGREGATES)}")
+        if s.key in REWARD_COMPONENTS and s.values and s.values[0].kind == "number" \
                 and s.values[0].python < 0:
             sink.error("E403", f"reward weight `{s.key}` is negative ({s.values[0].text})",
                        s.values[0].span, "weights are >= 0; use 0 to switch a component off")
@@ -86,7 +87,7 @@ def _check_reward(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> Non
                                p.values[0].span,
                                "penalties are subtracted already; give a positive weight")
     r = recipe.reward
-    if all(getattr(r, c) == 0 for c in _COMPONENTS):
+    if all(getattr(r, c) == 0 for c in REWARD_COMPONENTS):
         sink.error("E404", "all reward weights are zero", block.span,
                    "give at least one component a positive weight, e.g. `outcome 1`")
 

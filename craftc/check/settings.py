@@ -1,7 +1,9 @@
 """Known settings per block kind, with types and ranges, and their resolution.
 
-Block bodies are generic ``key value, value`` lists in the grammar; this table says
-which keys each block kind knows, what type each takes and which IR field it fills.
+Block bodies are generic ``key value, value`` lists in the grammar;
+:data:`~craftc.check.setting_keys.BLOCK_KEYS` (derived from the IR's field
+declarations) says which keys each block kind knows, what type each takes and which
+IR field it fills.
 Resolving a block yields a dict of IR field values plus diagnostics (E201-E212) for
 unknown keys, wrong types, out-of-range values and unknown enum names. The language
 reference's settings tables are generated from :data:`BLOCK_KEYS`.
@@ -9,9 +11,9 @@ reference's settings tables are generated from :data:`BLOCK_KEYS`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from craftc.check.setting_keys import BLOCK_KEYS, Key
 from craftc.diagnostics import DiagnosticSink, did_you_mean
 from craftc.syntax import Setting, Value
 
@@ -20,195 +22,6 @@ __all__ = [
     "render_settings_reference",
 ]
 
-
-@dataclass(frozen=True)
-class Key:
-    """One known setting: its type, the IR field it fills, range and documentation."""
-
-    type: str                 # int float duration fraction enum enum_list name name_list
-                              # string string_or_env env bool model_ref rollout reject block
-    doc: str
-    default: str = ""
-    field: str | None = None  # IR field; defaults to the key itself
-    choices: tuple[str, ...] = ()
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False    # True: low itself is not allowed
-
-    def describe_type(self) -> str:
-        if self.choices:
-            sep = ", " if self.type.endswith("list") or self.type == "reject" else " / "
-            inner = sep.join(self.choices)
-            return f"list of {inner}" if sep == ", " else inner
-        return {
-            "int": "integer", "float": "number", "duration": "duration (`10s`, `500ms`, `2m`)",
-            "fraction": "percent or fraction (`20%`, `0.2`)", "name": "name",
-            "name_list": "list of names", "string": "string", "env": 'env("VAR")',
-            "string_or_env": 'string or env("VAR")', "bool": "true | false",
-            "model_ref": 'model name or "org/name" / "path"', "block": "{ ... }",
-        }.get(self.type, self.type)
-
-    def describe_range(self) -> str:
-        if self.low is None and self.high is None:
-            return ""
-        low = "" if self.low is None else f"{'>' if self.low_open else '>='} {self.low:g}"
-        high = "" if self.high is None else f"<= {self.high:g}"
-        return ", ".join(x for x in (low, high) if x)
-
-
-_TEACHER_KEYS: dict[str, Key] = {
-    "candidates": Key("int", "candidate trajectories per workflow instance", "8", low=1),
-    "model": Key("string", "model id the backend serves (openai, hf, vllm)", "none"),
-    "base_url": Key("string_or_env", "endpoint URL (openai), or env(\"VAR\") holding it", "none"),
-    "api_key": Key("env", "environment variable holding the API key", "none",
-                   field="api_key_env"),
-    "concurrency": Key("int", "requests in flight", "4", low=1, high=256),
-    "timeout": Key("duration", "per-request timeout", "60s", field="timeout_s", low=0,
-                   low_open=True),
-    "max_retries": Key("int", "retries per request", "3", low=0, high=20),
-    "temperature": Key("float", "sampling temperature", "0.7", low=0, high=5),
-    "max_new_tokens": Key("int", "tokens generated per candidate", "1024", low=1),
-    "noise": Key("fraction", "synthetic: share of candidates corrupted", "0.5", low=0, high=1),
-}
-
-BLOCK_KEYS: dict[str, dict[str, Key]] = {
-    "recipe": {
-        "seed": Key("int", "seed of every random choice in the pipeline", "0", low=0),
-        "scale": Key("float", "warehouse size knob (1.0 = default small)", "1.0", low=0,
-                     low_open=True, high=1000),
-        "warehouse": Key("string_or_env", "an existing DuckDB warehouse to bind instead of generating one "
-                         "(a path relative to where `craftc run` runs, or env(\"VAR\"))", "none"),
-    },
-    "teacher": _TEACHER_KEYS,
-    "backend": {"kind": Key("enum", "backend kind", "synthetic",
-                            choices=("synthetic", "openai", "hf", "vllm")), **_TEACHER_KEYS},
-    "judge": {
-        "kind": Key("enum", "judge kind (defaults to the judge's name when that is a kind)",
-                    "the name", choices=("plan_code", "prompt_params", "no_ddl_leak", "llm")),
-        "weight": Key("float", "weight in a `vote weighted` ensemble", "1.0", low=0),
-        "rubric": Key("string", "llm judges: what to judge", '""'),
-        "backend": Key("block", "llm judges: the model to ask (teacher settings + kind)", "none"),
-    },
-    "gate.execution": {
-        "reject": Key("reject", "failure kinds rejected; `timeout 10s` also sets the timeout",
-                      "error, syntax, timeout", choices=("error", "syntax", "timeout")),
-        "timeout": Key("duration", "wall-clock limit per execution", "10s", field="timeout_s",
-                       low=0, low_open=True),
-        "memory": Key("int", "memory limit per execution, in MB", "1024", field="memory_mb",
-                      low=16),
-        "jobs_per_process": Key("int", "candidates one sandbox process may run in turn (1: a fresh "
-                                "process each; more is faster, and a candidate's changes to modules "
-                                "can reach later ones)", "1", low=1, high=1000),
-        "workers": Key("int", "sandbox processes running agent code at once, in the gate, GRPO rollouts "
-                       "and eval (a warning when above the machine's CPUs)", "2", low=1, high=256),
-        "secret_env": Key("name_list", "host environment variables whose values are redacted from "
-                          "what sandboxed code returns, beyond names with KEY, TOKEN, SECRET or "
-                          "PASSWORD (docs/sandbox.md)", "none"),
-    },
-    "gate.output": {
-        "reject": Key("enum_list", "output problems rejected", "empty, incomplete, mismatch",
-                      choices=("empty", "incomplete", "mismatch")),
-    },
-    "gate.judge": {
-        "judges": Key("name_list", "the judge ensemble (built-in or declared judges)",
-                      "plan_code, prompt_params, no_ddl_leak"),
-        # The built-in judges each check a different property, so by default all must pass.
-        "vote": Key("enum", "how the ensemble decides", "unanimous",
-                    choices=("majority", "unanimous", "weighted")),
-        "threshold": Key("fraction", "weighted vote: share of weight needed to pass", "0.5",
-                         low=0, high=1),
-    },
-    "reward": {
-        "outcome": Key("float", "weight of R_outcome (execution success, unit tests)", "0.5"),
-        "process": Key("float", "weight of R_process (tool-call structure, anti-patterns)", "0.2"),
-        "consistency": Key("float", "weight of R_consistency (plan/code agreement)", "0.2"),
-        "judge": Key("float", "weight of R_judge (business alignment)", "0.1"),
-        "aggregate": Key("name", "`sum` or `normalized` (weights divided by their sum)",
-                         "normalized"),
-        "penalties": Key("block", "`name weight` pairs subtracted per occurrence",
-                         "discovery_call 0.05, redundant_join 0.1, select_star 0.05"),
-        "step_rewards": Key("bool", "reward each tool turn, not only the last", "true"),
-    },
-    "model": {
-        "source": Key("enum", "where the model comes from (default: tiny_moe, or hub/path "
-                      "when `path` is set)", "tiny_moe", choices=("tiny_moe", "path", "hub")),
-        "path": Key("string", "hub id (`org/name`) or a directory relative to the recipe", "none"),
-        "context": Key("int", "context length in tokens", "2048", low=16),
-        "hidden": Key("int", "tiny_moe: hidden size", "192", low=8),
-        "layers": Key("int", "tiny_moe: layers", "4", low=1),
-        "heads": Key("int", "tiny_moe: attention heads", "4", low=1),
-        "kv_heads": Key("int", "tiny_moe: key/value heads", "2", low=1),
-        "experts": Key("int", "tiny_moe: experts per MoE layer", "4", low=1),
-        "top_k": Key("int", "tiny_moe: experts routed per token", "2", low=1),
-        "intermediate": Key("int", "tiny_moe: expert MLP size", "384", low=8),
-        "vocab": Key("int", "tiny_moe: BPE vocabulary size", "2048", low=64),
-        "seed": Key("int", "tiny_moe: weight init seed", "0", low=0),
-    },
-    "stage": {
-        "kind": Key("enum", "trainer (defaults to the stage name when it is sft or grpo)",
-                    "the name", choices=("sft", "grpo")),
-        "from": Key("name", "the stage whose checkpoint this one starts from", "none",
-                    field="after"),
-        "base": Key("model_ref", "base model: a `model` block, `tiny_moe`, or \"org/name\"",
-                    "tiny_moe"),
-        "input": Key("enum", "model input mode", "stripped", choices=("stripped", "stuffed")),
-        "mask": Key("enum_list", "roles masked from the loss (must include tool_outputs)",
-                    "tool_outputs, system, user", choices=("tool_outputs", "system", "user")),
-        "epochs": Key("float", "passes over the data", "3", low=0, low_open=True),
-        "steps": Key("int", "optimiser steps (overrides epochs)", "none", low=1),
-        "lr": Key("float", "learning rate", "3e-4", low=0, low_open=True, high=1),
-        "warmup": Key("fraction", "share of the optimiser steps with a linear learning-rate warm-up",
-                      "0%", low=0, high=0.5),
-        "batch": Key("int", "global batch (examples per optimiser step)", "8", low=1),
-        "per_device_batch": Key("int", "examples per device per forward pass", "8", low=1),
-        "max_length": Key("int", "max tokens per training example", "1024", low=16),
-        "group": Key("int", "grpo: generations per prompt", "4", low=2),
-        "max_turns": Key("int", "grpo: agent turns per rollout", "3", low=1, high=64),
-        "max_new_tokens": Key("int", "grpo: tokens per generated turn", "256", low=1),
-        "temperature": Key("float", "grpo: sampling temperature", "1.0", low=0, low_open=True,
-                           high=5),
-        "beta": Key("float", "grpo: KL coefficient", "0.0", low=0),
-        "rollout": Key("rollout", "grpo: generation engine, optionally with the vllm mode "
-                       "(`rollout vllm, server`)", "transformers",
-                       choices=("transformers", "vllm")),
-        "vllm_mode": Key("enum", "grpo: how vLLM runs", "colocate",
-                         choices=("colocate", "server")),
-        "parallel": Key("enum", "distributed strategy", "none",
-                        choices=("none", "ddp", "fsdp2", "zero3")),
-        "gpus": Key("int", "GPUs per node (0 = CPU)", "0", low=0, high=1024),
-        "nodes": Key("int", "machines", "1", low=1, high=4096),
-        "processes": Key("int", "training processes per node on CPU (`gpus 0`); above 1 needs "
-                         "`parallel ddp`", "1", low=1, high=256),
-        "mixed_precision": Key("enum", "mixed precision", "no", choices=("no", "bf16", "fp16")),
-    },
-    "eval": {
-        "holdout": Key("fraction", "share of instances held out per workflow (0 < x < 1)",
-                       "20%"),
-        "holdout_workflows": Key("name_list", "whole workflows never trained on", "none"),
-        "holdout_phrasings": Key("int", "last N phrasings of each turn never trained on", "1",
-                                 low=0),
-        "instances": Key("int", "eval instances per workflow", "4", low=1),
-        "arms": Key("enum_list", "what is compared", "craft, sft_only, stuffed",
-                    choices=("craft", "sft_only", "stuffed")),
-        "baseline": Key("enum", "`stuffed` keeps the stuffed arm, `none` drops it", "stuffed",
-                        choices=("stuffed", "none")),
-        "max_turns": Key("int", "agent turns per eval conversation", "3", low=1, high=64),
-        "baseline_budget": Key("enum", "the stuffed baseline's SFT gets the same training `tokens` as "
-                               "the stripped arm, or the same `steps` (same epochs, more compute)",
-                               "tokens", choices=("tokens", "steps")),
-    },
-    "tool": {
-        "kind": Key("enum", "what the tool does (defaults to the tool's name when it is a kind)",
-                    "the name", choices=("run_code", "list_entities", "describe_entity")),
-        "doc": Key("string", "description shown in the system prompt", '""'),
-    },
-    "format": {
-        "think": Key("string", "tag of the reasoning block", '"THINK"'),
-        "plan": Key("string", "tag of the business-level plan block", '"PLAN"'),
-        "code": Key("string", "tag of the executable code block", '"CODE"'),
-        "answer": Key("string", "tag of the final-answer block", '"ANSWER"'),
-    },
-}
 
 _LIST_TYPES = {"enum_list", "name_list", "reject", "rollout"}
 _BOOL_NAMES = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from craftc.check.budget import stuffed_prompt_estimate
 from craftc.check.names import report_duplicates, unknown_name
 from craftc.diagnostics import DiagnosticSink
-from craftc.ir import ModelSpec, Recipe, Stage
+from craftc.ir import GRPOStage, ModelSpec, Recipe, Stage
 from craftc.lower import head_span, setting_span
 from craftc.syntax import Block, RecipeDecl
 
@@ -100,7 +100,7 @@ def _check_batch(s: Stage, block: Block | None, sink) -> None:
                    setting_span(block, "batch") or (block.name_span if block else None),
                    f"use a batch of {devices * max(1, round(s.batch / devices))}, or change "
                    "per_device_batch")
-    if s.kind == "grpo" and s.batch % s.group:
+    if isinstance(s, GRPOStage) and s.batch % s.group:
         sink.error("E505", f"stage `{s.name}`: generation batch {s.batch} is not a multiple "
                    f"of group {s.group}",
                    setting_span(block, "group") or (block.name_span if block else None),

@@ -8,16 +8,12 @@ so the runtime never re-derives a compiler decision.
 from __future__ import annotations
 
 from craftc.emit.errors import EmitError
-from craftc.ir import Judge, Recipe, Stage
+from craftc.ir import ARM_INPUT, BUILTIN_JUDGES, REWARD_COMPONENTS, Judge, Recipe, Stage
 
 __all__ = ["REWARD_COMPONENTS", "input_builder_spec", "masking_spec", "gates_spec", "reward_spec",
            "normalised_weights", "stop_token"]
 
-# The order of GRPO reward functions, and of TRL's `reward_weights`.
-REWARD_COMPONENTS = ("outcome", "process", "consistency", "judge")
-_BUILTIN_JUDGES = ("plan_code", "prompt_params", "no_ddl_leak")
 _ROLES = ("system", "user", "assistant", "tool")
-_EVAL_ARM_INPUT = {"craft": "stripped", "sft_only": "stripped", "stuffed": "stuffed"}
 # The mask setting that covers each chat role.
 _MASK_OF_ROLE = {"system": "system", "user": "user", "tool": "tool_outputs"}
 
@@ -31,7 +27,7 @@ def input_builder_spec(recipe: Recipe, turn_sections: dict[str, str]) -> dict:
     return {
         "modes": modes,
         "stages": {stage.name: stage.input for stage in recipe.stages},
-        "eval_arms": {arm: _EVAL_ARM_INPUT[arm] for arm in recipe.eval.arms},
+        "eval_arms": {arm: ARM_INPUT[arm] for arm in recipe.eval.arms},
         "turn_template": "prompts/turn.md",
         "user_turn": turn_sections.get("user", "{ask}"),
         "tool_turn": turn_sections.get("tool", "{output}"),
@@ -67,12 +63,12 @@ def masking_spec(recipe: Recipe) -> dict:
 def _resolve_judge(recipe: Recipe, name: str) -> dict:
     declared: dict[str, Judge] = {judge.name: judge for judge in recipe.judges}
     judge = declared.get(name)
-    if judge is None and name in _BUILTIN_JUDGES:   # a deterministic judge named by its kind
+    if judge is None and name in BUILTIN_JUDGES:   # a deterministic judge named by its kind
         judge = Judge(name=name, kind=name)
     if judge is None:
         raise EmitError(
             f"gate judge names judge `{name}`, which is neither declared with `judge {name} {{ ... }}` "
-            f"nor built in ({', '.join(_BUILTIN_JUDGES)}); declare it or remove it from `judges`"
+            f"nor built in ({', '.join(BUILTIN_JUDGES)}); declare it or remove it from `judges`"
         )
     return judge.model_dump(mode="json")
 

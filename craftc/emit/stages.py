@@ -114,6 +114,9 @@ def trl_config(recipe: Recipe, stage: Stage) -> dict:
             reward_weights=reward_spec(recipe)["trainer_weights"],
             max_tool_calling_iterations=stage.max_turns,
         )
+    # The stage's `trl { ... }` block last: keys craft does not set from a recipe setting
+    # (checked against the installed TRL at compile time: E214, E215).
+    kwargs.update(dict(stage.trl))
     return dict(sorted(kwargs.items()))
 
 

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from craftc.ir import BlockFormat, Judge, Recipe
+from craftc.ir import BUILTIN_JUDGES, BlockFormat, Judge, Recipe
 from runtime.distill.code_facts import code_facts
 from runtime.distill.teachers.base import TeacherError, TeacherRequest
 from runtime.distill.vocabulary import SchemaVocabulary, split_camel
@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 _SQL_KEYWORDS = re.compile(r"\b(SELECT|CREATE|DROP|ALTER|INSERT|UPDATE|DELETE|TRUNCATE)\b")
-BUILTIN_KINDS = ("plan_code", "prompt_params", "no_ddl_leak")
+BUILTIN_KINDS = BUILTIN_JUDGES      # declared once, in the IR
 
 
 class JudgeError(ValueError):

@@ -11,9 +11,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from craftc.ir import REWARD_COMPONENTS
+
 __all__ = ["COMPONENTS", "RewardSpec", "RewardSpecError"]
 
-COMPONENTS = ("outcome", "process", "consistency", "judge")
+# The components, in the order of TRL's `reward_weights`: declared once, in the IR.
+COMPONENTS = REWARD_COMPONENTS
 
 
 class RewardSpecError(ValueError):

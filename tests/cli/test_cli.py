@@ -158,6 +158,17 @@ def test_explain_documents_known_codes_and_rejects_unknown_ones(capsys):
     assert main(["explain", "E999"]) == 1
 
 
+def test_explain_documents_a_setting_from_its_ir_declaration(capsys):
+    assert main(["explain", "stage.warmup"]) == 0
+    assert capsys.readouterr().out == (
+        "stage.warmup: share of the optimiser steps with a linear learning-rate warm-up\n"
+        "  type: percent or fraction (`20%`, `0.2`)\n  default: 0%\n  range: >= 0, <= 0.5\n"
+        "  declared: StageBase.warmup in craftc/ir.py\n")
+    assert main(["explain", "timeout"]) == 0      # a bare key: every block that has it
+    out = capsys.readouterr().out
+    assert "teacher.timeout:" in out and "gate.execution.timeout:" in out
+
+
 def test_fmt_check_reports_unformatted_files_and_fmt_fixes_them(tmp_path, capsys):
     messy = tmp_path / "schema.craft"
     messy.write_text((HELLO / "schema.craft").read_text().replace("    field name", "field   name"))

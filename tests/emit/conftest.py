@@ -6,7 +6,7 @@ import pytest
 
 from craftc.ir import (
     Entity, EntityField, EntityKey, EntityRef, Expectation, FieldType, Metric, ModelSpec, Param,
-    Recipe, Schema, Stage, Turn, Workflow,
+    Recipe, Schema, GRPOStage, SFTStage, Turn, Workflow,
 )
 
 SOLUTION = '''"""Rank the ${n} campaigns with the most clicks."""
@@ -40,8 +40,8 @@ def make_recipe(**overrides) -> Recipe:
     fields = dict(
         name="shop_agent", seed=7, schema=schema, workflows=(workflow,),
         models=(ModelSpec(name="tiny_moe", source="tiny_moe"),),
-        stages=(Stage(name="sft", kind="sft", base="tiny_moe", epochs=1),
-                Stage(name="grpo", kind="grpo", after="sft", base="tiny_moe", steps=4, lr=1e-5)),
+        stages=(SFTStage(name="sft", base="tiny_moe", epochs=1),
+                GRPOStage(name="grpo", after="sft", base="tiny_moe", steps=4, lr=1e-5)),
     )
     fields.update(overrides)
     return Recipe(**fields)

@@ -9,12 +9,12 @@ import yaml
 from accelerate.commands.config.config_args import ClusterConfig
 
 from craftc.emit.stages import accelerate_mode, accelerate_yaml, trl_config, world_size
-from craftc.ir import ModelSpec, Stage
+from craftc.ir import STAGE_MODELS, ModelSpec, StageBase
 from runtime.train.accelerate_configs import accelerate_config
 
 
-def stage_with(**settings) -> Stage:
-    return Stage(name="s", kind=settings.pop("kind", "sft"), base=settings.pop("base", "tiny_moe"), **settings)
+def stage_with(kind: str = "sft", **settings) -> StageBase:
+    return STAGE_MODELS[kind](name="s", **settings)
 
 
 def test_sft_kwargs_build_a_real_sft_config(tmp_path, recipe):

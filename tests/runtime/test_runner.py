@@ -147,9 +147,9 @@ def test_step_selection_follows_the_fixed_order():
 
 
 def _plan_with(recipe_updates: dict, stage_updates: dict[str, dict]) -> Plan:
-    from craftc.ir import Stage
+    from craftc.ir import GRPOStage, SFTStage
 
-    stages = (Stage(name="sft", kind="sft", base="tiny_moe"), Stage(name="grpo", kind="grpo", after="sft", base="tiny_moe"))
+    stages = (SFTStage(name="sft", base="tiny_moe"), GRPOStage(name="grpo", after="sft", base="tiny_moe"))
     stages = tuple(s.model_copy(update=stage_updates.get(s.name, {})) for s in stages)
     recipe = Recipe(name="r", schema=_schema("cmp_nm"), stages=stages, **recipe_updates)
     artifacts = {f"stages/{s.name}/trl_config.json": f"lr={s.lr}" for s in stages}
