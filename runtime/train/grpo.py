@@ -467,11 +467,17 @@ STEP_CONFIG = "grpo_config.json"
 
 def run_grpo(ctx):
     """The ``grpo`` step: GRPO from the SFT checkpoint into ``RUN_DIR/grpo``, through ``launch.sh``."""
-    from runtime.step_context import StepResult
-    from runtime.train.launch import launch_stage
+    from runtime.step_context import StepError, StepResult
+    from runtime.train.launch import PreflightError, launch_stage, preflight
     from runtime.train.stages import grpo_stage
 
     stage = grpo_stage(ctx.plan.recipe)
+    if ctx.launch:     # a launch by hand runs where the engine and GPUs are: check here only when training here
+        try:
+            preflight({"parallel": stage.parallel, "gpus": stage.gpus, "rollout": stage.rollout})
+        except PreflightError as exc:
+            raise StepError(f"stage `{stage.name}` cannot train on this machine: {exc}; or prepare it with "
+                            "`craftc run --no-launch` and run its launch.sh where it can") from None
     # The plan files the trainer reads (GRPOJob.from_plan), named in this step's manifest.
     builder = json.loads(ctx.artifact("specs/input_builder.json").read_text(encoding="utf-8"))
     for rel in (builder["turn_template"], builder["modes"][builder["stages"][stage.name]]["system_prompt"],

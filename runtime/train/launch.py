@@ -111,8 +111,7 @@ def _check_model(model_dir) -> list[str]:
 def _check_devices(stage: dict) -> list[str]:
     import torch
 
-    parallel = stage.get("parallel", "cpu")
-    gpus = int(stage.get("gpus", 1))
+    parallel, gpus = stage["parallel"], stage["gpus"]
     if parallel not in _GPU_MODES:
         return []
     have = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -126,21 +125,25 @@ def _check_devices(stage: dict) -> list[str]:
 
 
 def _check_rollout(stage: dict) -> list[str]:
-    rollout = stage.get("rollout")
-    if rollout is None:
-        return []
+    rollout = stage["rollout"]
     engine = rollout.split()[0] if isinstance(rollout, str) else rollout.get("engine")
     if engine == "transformers":
         return [] if importlib.util.find_spec("transformers") else ["rollout `transformers` needs transformers"]
     if engine == "vllm":
+        import torch
+
+        errors = []
         if importlib.util.find_spec("vllm") is None:
-            return ["rollout `vllm` needs vLLM, which pins its own torch/transformers: install it in a separate "
-                    "environment (`pip install 'craft[vllm]'`) or use `rollout transformers`"]
-        return []
+            errors.append("rollout `vllm` needs vLLM, which pins its own torch/transformers: install it in a "
+                          "separate environment (`pip install 'craft[vllm]'`) or use `rollout transformers`")
+        if not torch.cuda.is_available():
+            errors.append("rollout `vllm` needs a CUDA GPU and none is visible: run this stage on a GPU machine "
+                          "(see its launch.sh) or use `rollout transformers` in this profile")
+        return errors
     return [f"unknown rollout engine `{engine}` (choose `transformers` or `vllm`)"]
 
 
-def preflight(stage: dict, model_dir) -> None:
+def preflight(stage: dict, model_dir=None) -> None:
     """Check in seconds that a stage can start here, collecting every problem.
 
     Checks that the model's config loads (locally, no download), that the GPUs the
@@ -149,11 +152,11 @@ def preflight(stage: dict, model_dir) -> None:
 
     Args:
         stage: Stage settings (`parallel`, `gpus`, `rollout` are read).
-        model_dir: Local model dir or a cached hub id.
+        model_dir: Local model dir or a cached hub id (None: not built yet, not checked).
 
     Raises:
         PreflightError: Naming each problem and its fix.
     """
-    errors = _check_model(model_dir) + _check_devices(stage) + _check_rollout(stage)
+    errors = (_check_model(model_dir) if model_dir is not None else []) + _check_devices(stage) + _check_rollout(stage)
     if errors:
         raise PreflightError("preflight failed:\n  " + "\n  ".join(errors))

@@ -110,7 +110,7 @@ def _relative(path: Path, start: Path) -> str:
 
 
 def run_sft_step(ctx: StepContext) -> StepResult:
-    from runtime.train.launch import launch_stage, preflight
+    from runtime.train.launch import PreflightError, launch_stage, preflight
 
     stage = sft_stage(ctx.plan.recipe)
     data_dir = ctx.input_dir("dataset") / "dataset"
@@ -118,7 +118,12 @@ def run_sft_step(ctx: StepContext) -> StepResult:
     trl_kwargs = json.loads(ctx.artifact(f"stages/{stage.name}/trl_config.json").read_text(encoding="utf-8"))
     ctx.artifact("specs/masking.json")               # read by the trainer, which the step launches
     processes = _num_processes(ctx.artifact(f"stages/{stage.name}/accelerate.yaml"))
-    preflight({"parallel": stage.parallel, "gpus": stage.gpus, "rollout": "transformers"}, model_dir)
+    if ctx.launch:
+        try:
+            preflight({"parallel": stage.parallel, "gpus": stage.gpus, "rollout": "transformers"}, model_dir)
+        except PreflightError as exc:
+            raise StepError(f"stage `{stage.name}` cannot train on this machine: {exc}; or prepare it with "
+                            "`craftc run --no-launch` and run its launch.sh where it can") from None
 
     metrics: dict = {"base_model": "base" if model_dir.is_relative_to(ctx.out_dir) else stage.base,
                      "launch": "step" if ctx.launch else "manual"}

@@ -84,7 +84,8 @@ def test_a_judge_vote_rule_drives_the_gate(base):
 
 def test_a_prompt_template_drives_the_dataset_text(base):
     work, plan, run = base
-    edited = compile_variant(work, "tool_doc", "format {", 'tool run_code { doc "Runs CODE in the warehouse sandbox (edited)" }\n  format {')
+    edited = compile_variant(work, "tool_doc", "  teacher synthetic {",
+                             '  tool run_code { doc "Runs CODE in the warehouse sandbox (edited)" }\n  teacher synthetic {')
     assert "prompts/system_stripped.md" in diff_text(work, plan, edited)
     new_run = run_dir_from(run, work / "runs" / "tool_doc", ("world", "distill", "gate"))
     assert craftc("run", edited, "--run-dir", new_run, "--only", "dataset", cwd=work).returncode == 0

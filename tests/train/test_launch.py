@@ -134,7 +134,7 @@ def test_a_failing_launch_names_the_exit_code_and_shows_the_output():
 
 
 def test_preflight_passes_for_a_local_cpu_stage(tiny_model_dir):
-    preflight({"parallel": "cpu", "rollout": "transformers"}, tiny_model_dir)
+    preflight({"parallel": "none", "gpus": 0, "rollout": "transformers"}, tiny_model_dir)
 
 
 def test_preflight_names_each_missing_piece(tmp_path):
@@ -146,6 +146,7 @@ def test_preflight_names_each_missing_piece(tmp_path):
     msg = str(err.value)
     assert "no_such_model" in msg and "CUDA device(s) are visible" in msg
     assert ("rollout `vllm` needs vLLM" in msg) == (importlib.util.find_spec("vllm") is None)
+    assert ("rollout `vllm` needs a CUDA GPU" in msg) == (not torch.cuda.is_available())
 
 
 def _project_root():
