@@ -108,3 +108,11 @@ def test_broken_input_never_crashes_the_tokenizer(tmp_path, text):
     broken = tmp_path / "broken.craft"
     broken.write_text(text, encoding="utf-8")
     assert broken in tokenize([broken])
+
+
+def test_without_node_the_editor_tests_fail_with_what_to_install(monkeypatch):
+    from textmate_support import ensure_node_tooling
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(RuntimeError, match=r"node and npm are needed .* install them"):
+        ensure_node_tooling()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import shutil
 import subprocess
@@ -21,11 +22,14 @@ def ensure_node_tooling() -> None:
     if node is None or npm is None:
         raise RuntimeError("node and npm are needed to test the TextMate grammar (node 18 or newer); "
                            "install them (e.g. `apt-get install nodejs npm`) and rerun")
-    if not (EDITORS / "node_modules" / "vscode-textmate").is_dir():
-        done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=EDITORS, capture_output=True,
-                              text=True, timeout=300)
-        if done.returncode != 0:
-            raise RuntimeError(f"`npm ci` in editors/ failed:\n{done.stdout}\n{done.stderr}")
+    # One installer at a time when tests run in parallel workers.
+    with open(EDITORS / ".npm-ci.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (EDITORS / "node_modules" / "vscode-textmate").is_dir():
+            done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=EDITORS, capture_output=True,
+                                  text=True, timeout=300)
+            if done.returncode != 0:
+                raise RuntimeError(f"`npm ci` in editors/ failed:\n{done.stdout}\n{done.stderr}")
 
 
 def tokenize(files: list[Path]) -> dict[Path, list[tuple[int, int, int, str]]]:
