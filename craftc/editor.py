@@ -118,8 +118,10 @@ def _patterns() -> dict[str, dict]:
             "captures": {"1": {"name": "keyword.other.craft"}, "2": {"name": "variable.parameter.craft"}}},
         "keywords": {"patterns": [{"name": scope, "match": _words(words)}
                                   for scope, words in keyword_classes.items()]},
-        "setting-key": {"name": "variable.other.property.craft",
-                        "match": r"(?<![.\w])" + _words(setting_keys())},
+        # A key starts a line, follows `{`, or follows two spaces (`{ epochs 3  lr 3e-4 }`);
+        # the same word one space after a key is a value (`baseline_budget steps`).
+        "setting-key": {"match": r"(?:^\s*|(?<=\{)\s*|(?<=\s\s))(" + _words(setting_keys()) + ")",
+                        "captures": {"1": {"name": "variable.other.property.craft"}}},
         "same-rows-as": {"name": "support.constant.craft", "match": r"\bsame_rows_as\b"},
         "boolean": {"name": "constant.language.boolean.craft", "match": r"\b(?:true|false)\b"},
         "number": {"patterns": [

@@ -116,3 +116,12 @@ def test_without_node_the_editor_tests_fail_with_what_to_install(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(RuntimeError, match=r"node and npm are needed .* install them"):
         ensure_node_tooling()
+
+
+def test_a_settings_word_in_value_position_is_not_scoped_as_a_key(tmp_path):
+    recipe = tmp_path / "value.craft"
+    recipe.write_text("eval {\n  baseline_budget steps\n}\n")
+    scoped = {text_of(recipe, line, start, end): scopes.split()[-1]
+              for line, start, end, scopes in tokenize([recipe])[recipe]}
+    assert scoped["baseline_budget"] == "variable.other.property.craft"
+    assert scoped[" steps"] == "source.craft"
