@@ -12,6 +12,11 @@ REPO = Path(__file__).resolve().parents[2]
 HELLO = REPO / "examples" / "hello"
 
 
+# Commits in temp repositories must not depend on the machine's git configuration.
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "craft tests", "GIT_AUTHOR_EMAIL": "tests@example.com",
+                "GIT_COMMITTER_NAME": "craft tests", "GIT_COMMITTER_EMAIL": "tests@example.com"}
+
+
 def craftc_on_path(tmp_path: Path) -> dict[str, str]:
     """An environment whose `craftc` is this checkout's, whatever is installed."""
     bin_dir = tmp_path / "bin"
@@ -21,12 +26,12 @@ def craftc_on_path(tmp_path: Path) -> dict[str, str]:
     shim.chmod(0o755)
     pythonpath = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": pythonpath,
-            "NO_COLOR": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+            "NO_COLOR": "1", **GIT_IDENTITY}
 
 
 def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
+    done = subprocess.run(["git", "-c", "commit.gpgsign=false", *args], cwd=repo, capture_output=True, text=True,
+                          check=True, env={**os.environ, **GIT_IDENTITY})
     return done.stdout
 
 
