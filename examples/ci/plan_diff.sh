@@ -67,7 +67,11 @@ trap 'rm -f "$body" "$errors"' EXIT
 
 if [ "$(wc -c <"$out.tmp")" -gt "$limit" ]; then
   head -c "$limit" "$out.tmp" >"$out"
-  printf '\n\n```\n</details>\n\n**Truncated at %s characters**: run `craftc diff RECIPE --rev %s` locally for the whole diff.\n' \
+  echo >>"$out"
+  # Close a code block or <details> the cut left open, so the note renders as text.
+  if [ $(( $(grep -c '^```' "$out") % 2 )) -eq 1 ]; then echo '```' >>"$out"; fi
+  if [ "$(grep -c '^<details>' "$out")" -gt "$(grep -c '^</details>' "$out")" ]; then echo '</details>' >>"$out"; fi
+  printf '\n**Truncated at %s characters**: run `craftc diff RECIPE --rev %s` locally for the whole diff.\n' \
     "$limit" "$base" >>"$out"
   rm -f "$out.tmp"
 else

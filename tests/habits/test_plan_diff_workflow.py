@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 from habits_support import REPO, craftc_on_path, git, repo_with_hello
 
@@ -74,17 +75,23 @@ def test_a_recipe_new_in_the_pull_request_is_listed(tmp_path):
     assert outputs == "changed=true\n"
 
 
-def test_a_long_comment_is_cut_below_githubs_limit_with_a_note(tmp_path):
+@pytest.mark.parametrize("limit", [300, 600])
+def test_a_long_comment_is_cut_below_githubs_limit_with_a_note(tmp_path, limit):
     env = craftc_on_path(tmp_path)
     repo = repo_with_hello(tmp_path / "repo")
     recipe = repo / "recipes" / "hello.craft"
     recipe.write_text(recipe.read_text().replace("epochs 1", "epochs 2"))
 
-    done, comment, _ = plan_diff(repo, {**env, "PLAN_DIFF_MAX_CHARS": "300"}, "HEAD")
+    done, comment, _ = plan_diff(repo, {**env, "PLAN_DIFF_MAX_CHARS": str(limit)}, "HEAD")
 
     assert done.returncode == 0, done.stderr
-    assert len(comment) < 600
-    assert "**Truncated at 300 characters**: run `craftc diff RECIPE --rev HEAD` locally" in comment
+    assert len(comment) < limit + 200
+    assert comment.endswith(f"**Truncated at {limit} characters**: run `craftc diff RECIPE --rev HEAD` locally "
+                            "for the whole diff.\n")
+    # A block the cut left open is closed, so the note renders as text.
+    lines = comment.splitlines()
+    assert sum(line.startswith("```") for line in lines) % 2 == 0
+    assert lines.count("</details>") == sum(line.startswith("<details>") for line in lines)
 
 
 def test_the_workflow_runs_the_script_against_the_base_branch_and_posts_its_output():
