@@ -16,7 +16,7 @@ from importlib import import_module
 __all__ = [
     "load_recipe", "load_schema", "check_paths", "LoadResult",
     "Diagnostic", "render_diagnostics", "diagnostics_to_json",
-    "explain", "CODES", "format_source", "format_file",
+    "explain", "CODES", "format_source", "format_file", "scaffold_project", "textmate_grammar",
 ]
 
 _HOME = {
@@ -26,6 +26,7 @@ _HOME = {
     "diagnostics_to_json": "craftc.diagnostics",
     "explain": "craftc.codes", "CODES": "craftc.codes",
     "format_source": "craftc.fmt", "format_file": "craftc.fmt",
+    "scaffold_project": "craftc.scaffold", "textmate_grammar": "craftc.editor",
 }
 
 

@@ -277,6 +277,31 @@ def cmd_import(args) -> int:
     return 0
 
 
+# ------------------------------------------------------------------ init
+
+
+def cmd_init(args) -> int:
+    """Scaffold a project directory: spec, recipe, solution, Makefile, README, pre-commit config."""
+    from craftc.diagnostics import render_diagnostics
+    from craftc.importer import ImportFailed
+    from craftc.scaffold import ScaffoldError, scaffold_project
+
+    try:
+        written = scaffold_project(args.directory, source=args.source, force=args.force)
+    except ScaffoldError as exc:
+        raise UserError(str(exc)) from None
+    except ImportFailed as failed:
+        sys.stderr.write(render_diagnostics(failed.diagnostics, color=_color(sys.stderr)))
+        _err(f"error: `{args.directory}` was not created (see above)")
+        return 1
+    root = Path(args.directory)
+    for path in written:
+        print(f"created {path.as_posix()}")
+    recipe = next(p for p in written if p.parent.name == "recipes").relative_to(root).as_posix()
+    print(f"next: cd {root.as_posix()} && craftc check {recipe} && make dataset")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree of every subcommand."""
     parser = argparse.ArgumentParser(
@@ -329,6 +354,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json"), default="text", help="output of --check")
     p.add_argument("--force", action="store_true", help="overwrite an existing spec")
     p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("init", help="scaffold a new project: schema spec, recipe, solution, Makefile, pre-commit")
+    p.add_argument("directory", metavar="DIR", help="a new or empty directory")
+    p.add_argument("--from", dest="source", metavar="SOURCE",
+                   help="import the schema spec from a DuckDB warehouse, SQL DDL or dbt YAML (as `craftc import`)")
+    p.add_argument("--force", action="store_true", help="write into a non-empty DIR, overwriting same-named files")
+    p.set_defaults(func=cmd_init)
 
     p = sub.add_parser("run", help="execute a plan dir step by step")
     p.add_argument("plan_dir", nargs="?", metavar="PLAN_DIR", help="default: the one plan under build/")

@@ -37,7 +37,7 @@ def compile_variant(work: Path, name: str, old: str = "", new: str = "") -> Path
     (tree / "recipes").mkdir(parents=True)
     for part in ("schema_specs", "examples"):
         (tree / part).symlink_to(ROOT / part, target_is_directory=True)
-    (tree / "recipes/ads_analytics.craft").write_text(RECIPE.replace(old, new) if old else RECIPE)
+    (tree / "recipes/ads_analytics.craft").write_text(RECIPE.replace(old, new, 1) if old else RECIPE)
     plan = work / "plans" / name
     compiled = craftc("compile", tree / "recipes/ads_analytics.craft", "-o", plan, "--profile", "smoke", cwd=work)
     assert compiled.returncode == 0, compiled.stderr
