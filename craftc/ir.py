@@ -407,6 +407,11 @@ class GRPOStage(StageBase):
         "transformers", description="grpo: generation engine, optionally with the vllm mode "
         "(`rollout vllm, server`)", json_schema_extra=_surface(type="rollout"))
     vllm_mode: Literal["colocate", "server"] = Field("colocate", description="grpo: how vLLM runs")
+    # A conversation's later turns continue from what the policy itself wrote earlier
+    # (what it meets at inference); `reference` conditions them on the reference turns.
+    history: Literal["policy", "reference"] = Field(
+        "policy", description="grpo: the history a conversation's later turns are generated on: the "
+        "policy's own earlier turns, or the reference turns")
 
 
 Stage = Annotated[SFTStage | GRPOStage, Field(discriminator="kind")]

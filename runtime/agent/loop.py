@@ -103,7 +103,8 @@ def _execute(sandbox, jobs: list[tuple[str, dict]]) -> list:
 
 def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, fmt=None,
                  max_turns: int = 3, wording: TurnWording | None = None, arm: str = "",
-                 on_generation=None, prefixes: list[list[dict]] | None = None) -> list[Episode]:
+                 on_generation=None, prefixes: list[list[dict]] | None = None,
+                 transcripts: list | None = None) -> list[Episode]:
     """Run every task's conversation to the end, one batched model call per step.
 
     Args:
@@ -120,6 +121,8 @@ def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, 
         prefixes: Optional per-task conversation so far, ending with the first turn's user
             message already rendered (GRPO rollouts of a follow-up turn); replaces
             ``system_prompt`` and the first user message.
+        transcripts: Optional list, extended with each task's final message list (what
+            the model saw and wrote, tool and later user messages included).
 
     Returns:
         One ``Episode`` per task, in order.
@@ -160,6 +163,8 @@ def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, 
                 _finish_without_code(run, call, parsed.answer, max_turns, wording)
         for (i, call), result in zip(waiting, _execute(sandbox, jobs)):
             _finish_with_exec(runs[i], call, result, max_turns, wording)
+    if transcripts is not None:
+        transcripts.extend(run.messages for run in runs)
     return [run.episode for run in runs]
 
 

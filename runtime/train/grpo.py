@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import sys
 import time
@@ -65,8 +66,7 @@ class GRPOJob:
     seed: int
     schema: dict | None = None                    # craftc.ir.Schema as JSON, for consistency/judge
     api_factory: str = "runtime.world.api:WarehouseApi"
-    max_rows: int = 64                            # training rows kept (instances x turns)
-    measure_rows: int = 32                        # training rows measured before and after
+    measure_rows: int = 32                        # training rows measured before and after (seeded sample)
 
     STEP_KEYS = ("model_dir", "instances", "warehouse", "out_dir")
 
@@ -141,38 +141,66 @@ def load_training_tasks(job: GRPOJob) -> list:
     return tasks
 
 
-def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict]:
-    """Training rows (one per instance turn) and the reference result of each.
+@dataclass
+class RolloutTask:
+    """What one training row rolls out: the prompt, the turns to play and how each is scored."""
 
-    A follow-up turn's prompt carries the earlier turns as the reference assistant
-    turns and their real tool outputs, so every row is one user turn to solve.
+    key: str                        # "<instance id>" (policy history) or "<instance id>/<turn>"
+    workflow: str
+    prompt: list[dict]              # system prompt (+ reference history) + the first user turn to play
+    task: object                    # runtime.agent.AgentTask with the turns to play, in order
+    references: list                # per played turn: the reference result (DataFrame) or None
+    expectations: list              # per played turn: its expectations
+
+
+def prompt_key(prompt: list[dict]) -> str:
+    """A row's identity as TRL hands it back to the rollout function: its prompt messages."""
+    return json.dumps(prompt, sort_keys=True, ensure_ascii=False)
+
+
+def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict[str, RolloutTask]]:
+    """Every training instance as rollout rows, and what each row plays.
+
+    With ``history policy`` (the default) a row is a whole instance: its first user turn
+    is the prompt and the rollout plays every later turn on the policy's own earlier
+    turns and their real tool outputs. With ``history reference`` a row is one instance
+    turn whose prompt carries the earlier turns as the reference turns and their tool
+    outputs. Nothing is capped: GRPO samples rows per step in a seeded order.
 
     Returns:
-        ``(rows, references)``: rows with ``prompt`` (messages), ``ask``, ``reference_key``,
-        ``params_json`` and ``expectations_json``; references maps key -> DataFrame.
+        ``(rows, plays)``: dataset rows (``prompt``, ``workflow``, ``row_key``) and the
+        ``RolloutTask`` of each row key.
     """
-    from runtime.agent import ExecRecord, TurnWording, tool_output_text
+    from runtime.agent import AgentTask, ExecRecord, TurnWording, tool_output_text
     from runtime.distill.blocks import format_turn
 
     from craftc.ir import BlockFormat
 
     wording = TurnWording(**job.wording)
     fmt = BlockFormat(**job.fmt)
-    rows, references = [], {}
+    jobs = [(turn.reference_code, task.params) for task in tasks for turn in task.turns]
+    results = iter(sandbox.run_many(jobs) if hasattr(sandbox, "run_many") else [sandbox.run(*j) for j in jobs])
+    rows, plays = [], {}
     for task in tasks:
+        refs = [next(results) for _ in task.turns]
+        frames = [r.result_frame if r.ok else None for r in refs]
+        expectations = [list(turn.expectations) for turn in task.turns]
         messages = [{"role": "system", "content": job.system_prompt}]
+        if job.stage["history"] == "policy":
+            prompt = messages + [{"role": "user", "content": wording.render_user(task.turns[0].ask)}]
+            plays[task.id] = RolloutTask(task.id, task.workflow, prompt, task, frames, expectations)
+            continue
         for t, turn in enumerate(task.turns):
-            messages.append({"role": "user", "content": wording.render_user(turn.ask)})
-            result = sandbox.run(turn.reference_code, task.params)
-            key = f"{task.id}/{t}"
-            references[key] = result.result_frame if result.ok else None
-            rows.append({"prompt": [dict(m) for m in messages], "ask": turn.ask, "reference_key": key,
-                         "params_json": json.dumps(task.params, sort_keys=True, default=str),
-                         "expectations_json": json.dumps(list(turn.expectations), sort_keys=True)})
+            prompt = messages + [{"role": "user", "content": wording.render_user(turn.ask)}]
+            one = AgentTask(id=f"{task.id}/{t}", workflow=task.workflow, params=task.params, turns=(turn,))
+            plays[one.id] = RolloutTask(one.id, task.workflow, prompt, one, [frames[t]], [expectations[t]])
             reference_turn = format_turn("Follow the plan.", turn.reference_plan, turn.reference_code, fmt)
-            messages += [{"role": "assistant", "content": reference_turn},
-                         {"role": "tool", "content": wording.render_tool(tool_output_text(ExecRecord.from_result(result)))}]
-    return rows[: job.max_rows], references
+            messages = prompt + [{"role": "assistant", "content": reference_turn},
+                                 {"role": "tool", "content": wording.render_tool(
+                                     tool_output_text(ExecRecord.from_result(refs[t])))}]
+    for key, play in plays.items():
+        rows.append({"prompt": play.prompt, "workflow": play.workflow, "row_key": key})
+    return rows, plays
 
 
 def completion_room(job: GRPOJob, tokenizer, tasks) -> dict:
@@ -203,96 +231,135 @@ def completion_room(job: GRPOJob, tokenizer, tasks) -> dict:
 # ---------------------------------------------------------------- rollouts and rewards
 
 
-def _suffix_ids(tokenizer, before: list[dict], after: list[dict]) -> list[int]:
-    """Tokens the template adds between a finished assistant turn and the next generation.
+def completion_tokens(tokenizer, transcript: list[dict], n_prompt: int, generations: list) -> dict:
+    """The completion of a multi-turn rollout as TRL trains it: the policy's turns trained, the rest masked.
 
-    Rendered as text and cut after the last end-of-turn token of ``before``, as TRL's
-    own tool loop does, so the ids continue the generated sequence exactly.
+    The whole ``transcript`` (prompt messages first; each later assistant message is one
+    generation) is rendered with the chat template, exactly as each later generation saw
+    its history: the tool messages and later user turns between two generations get
+    ``env_mask`` 0, and each assistant turn the template's generation span. A turn cut
+    off at ``max_new_tokens`` never wrote the end-of-turn token the template closes it
+    with, so that token is masked too. Log-probs are the sampled ones where the rendered
+    turn is the sampled ids (a byte-level tokenizer can re-tokenize decoded text
+    differently), else 0.
     """
-    eos = tokenizer.eos_token
-    prev = tokenizer.apply_chat_template(before, tokenize=False)
-    full = tokenizer.apply_chat_template(after, tokenize=False, add_generation_prompt=True)
-    cut = prev.rfind(eos) + len(eos)
-    if not full.startswith(prev[:cut]):
+    prompt_ids = generations[0].prompt_ids
+    last = max(i for i, m in enumerate(transcript) if m["role"] == "assistant")
+    rendered = tokenizer.apply_chat_template(transcript[: last + 1], return_dict=True,
+                                             return_assistant_tokens_mask=True)
+    ids, trained = list(rendered["input_ids"]), list(rendered["assistant_masks"])
+    if ids[: len(prompt_ids)] != prompt_ids:
         raise GRPOSetupError("the chat template is not prefix-preserving; multi-turn rollouts need one")
-    return tokenizer(full[cut:], add_special_tokens=False)["input_ids"]
+    end = max(i for i, flag in enumerate(trained) if flag) + 1
+    ids, trained = ids[len(prompt_ids):end], trained[len(prompt_ids):end]
+    runs, start = [], None                      # [start, stop) of each assistant turn's trained span
+    for i, flag in enumerate(trained + [0]):
+        if flag and start is None:
+            start = i
+        elif not flag and start is not None:
+            runs.append((start, i))
+            start = None
+    if len(runs) != len(generations):
+        raise GRPOSetupError(f"the chat template marks {len(runs)} assistant spans for {len(generations)} "
+                             "generations; it needs {% generation %} around each assistant turn")
+    mask, logps = [int(flag) for flag in trained], [0.0] * len(ids)
+    eos_id = tokenizer.eos_token_id
+    for (first, stop), gen in zip(runs, generations):
+        sampled = gen.completion_ids
+        if not sampled or sampled[-1] != eos_id:     # cut off: the closing token is the template's
+            mask[stop - 1] = 0
+            stop -= 1
+        if ids[first:stop] == sampled[: stop - first] and stop - first == len(sampled):
+            logps[first:stop] = list(gen.logprobs)
+    return {"completion_ids": ids, "logprobs": logps, "env_mask": mask}
 
 
-def make_rollout_func(job: GRPOJob, tokenizer, sandbox, references: dict):
-    """TRL ``rollout_func``: one agent user turn per prompt, tool tokens masked out."""
+def play(job: GRPOJob, generate, sandbox, plays: list[RolloutTask], prompts: list[list[dict]]) -> tuple:
+    """Run each rollout task's turns with ``generate``: episodes, transcripts and generations."""
     from craftc.ir import BlockFormat
-    from runtime.agent import AgentTask, HFGenerator, TaskTurn, TurnWording, run_episodes
+    from runtime.agent import TurnWording, run_episodes
 
-    wording = TurnWording(**job.wording)
-    fmt = BlockFormat(**job.fmt)
-    max_turns = job.stage["max_turns"]
+    generations: dict[int, list] = {i: [] for i in range(len(plays))}
+    transcripts: list[list[dict]] = []
+    episodes = run_episodes(generate, [p.task for p in plays], "", sandbox, BlockFormat(**job.fmt),
+                            job.stage["max_turns"], TurnWording(**job.wording),
+                            on_generation=lambda i, _t, gen: generations[i].append(gen), prefixes=prompts,
+                            transcripts=transcripts)
+    return episodes, transcripts, [generations[i] for i in range(len(plays))]
+
+
+def make_rollout_func(job: GRPOJob, tokenizer, sandbox, plays: dict[str, RolloutTask]):
+    """TRL ``rollout_func``: each prompt's turns played by the policy, tool and user tokens masked out."""
+    from runtime.agent import HFGenerator
+
+    by_prompt: dict[str, str] = {}
+    for key, task in plays.items():
+        by_prompt.setdefault(prompt_key(task.prompt), key)
 
     def rollout(prompts, trainer):
         model = trainer.accelerator.unwrap_model(trainer.model)
         generate = HFGenerator(model, tokenizer, max_new_tokens=job.stage["max_new_tokens"],
                                do_sample=True, temperature=job.stage["temperature"], batch_size=len(prompts))
-        tasks = [AgentTask(id=str(i), workflow="", turns=(TaskTurn(ask=p[-1]["content"]),)) for i, p in enumerate(prompts)]
-        by_task: dict[int, list] = {i: [] for i in range(len(prompts))}
-        episodes = run_episodes(generate, tasks, "", sandbox, fmt, max_turns, wording,
-                                on_generation=lambda i, _t, gen: by_task[i].append(gen), prefixes=prompts)
-        out = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [], "agent_turn": []}
-        for i, episode in enumerate(episodes):
-            turn, gens = episode.turns[0], by_task[i]
-            ids, logps, mask = [], [], []
-            history = [dict(m) for m in prompts[i]]
-            for n, gen in enumerate(gens):
-                ids += gen.completion_ids
-                logps += gen.logprobs
-                mask += [1] * len(gen.completion_ids)
-                history.append({"role": "assistant", "content": gen.text})
-                if n + 1 < len(gens):              # a tool message came back and the model continued
-                    history.append({"role": "tool", "content": turn.calls[n].tool_message})
-                    suffix = _suffix_ids(tokenizer, history[:-1], history)
-                    ids += suffix
-                    logps += [0.0] * len(suffix)
-                    mask += [0] * len(suffix)
+        keys = [by_prompt[prompt_key(p)] for p in prompts]
+        episodes, transcripts, generations = play(job, generate, sandbox, [plays[k] for k in keys], prompts)
+        out = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [], "episode": [],
+               "row_key": keys}
+        for prompt, episode, transcript, gens in zip(prompts, episodes, transcripts, generations):
+            tokens = completion_tokens(tokenizer, transcript, len(prompt), gens)
             out["prompt_ids"].append(gens[0].prompt_ids)
-            out["completion_ids"].append(ids)
-            out["logprobs"].append(logps)
-            out["env_mask"].append(mask)
-            out["agent_turn"].append(turn)
+            for name, values in tokens.items():
+                out[name].append(values)
+            out["episode"].append(episode)
         return out
 
     return rollout
 
 
-def _context(row_params: str, row_expectations: str, reference, terms):
-    from runtime.rewards import TurnContext
-    return TurnContext(params=json.loads(row_params), reference=reference,
-                       expectations=tuple(json.loads(row_expectations)), terms=terms)
+def score_episode(episode, play_task: RolloutTask, spec, terms=None) -> dict[str, float]:
+    """Each component (and ``total``) of one rollout: the mean over its played turns.
+
+    TRL's GRPO takes one scalar per completion, so a conversation's per-turn scores are
+    averaged (within a turn, ``step_rewards`` still scores each tool call).
+    """
+    from runtime.rewards import TurnContext, score_turn
+
+    sums: dict[str, float] = {}
+    for turn, reference, expectations in zip(episode.turns, play_task.references, play_task.expectations):
+        ctx = TurnContext(params=dict(play_task.task.params), reference=reference,
+                          expectations=tuple(expectations), terms=terms)
+        scores = score_turn(turn, ctx, spec)
+        scores["exec_success"] = float(turn.final_ok)
+        for name, value in scores.items():
+            sums[name] = sums.get(name, 0.0) + value
+    return {name: value / max(1, len(episode.turns)) for name, value in sums.items()}
 
 
-def make_reward_funcs(spec, references: dict, terms=None) -> list:
+def make_reward_funcs(spec, plays: dict[str, RolloutTask], terms=None, sampled: dict | None = None) -> list:
     """One TRL reward function per weighted component, each named after it.
 
-    Each receives ``completions`` and the dataset columns (``params_json``,
-    ``reference_key``, ``expectations_json``) plus the rollout's ``agent_turn`` and
-    returns that component's score per completion.
+    Each receives the rollout's ``episode`` and ``row_key`` and returns that component's
+    score per completion. ``sampled`` (if given) counts the rollouts per workflow.
     """
-    from runtime.rewards import score_turn
-
     cache: dict[int, dict] = {}
 
-    def scores_of(turn, params_json, reference_key, expectations_json) -> dict:
-        # The four functions score the same turn: compute it once per rollout.
-        if id(turn) not in cache:
-            ctx = _context(params_json, expectations_json, references.get(reference_key), terms)
-            cache[id(turn)] = score_turn(turn, ctx, spec)
-        return cache[id(turn)]
+    def scores_of(episode, key) -> dict:
+        # The four functions score the same rollout: compute it once.
+        if id(episode) not in cache:
+            cache[id(episode)] = score_episode(episode, plays[key], spec, terms)
+        return cache[id(episode)]
 
     def make(component: str):
-        def reward(prompts, completions, agent_turn, params_json, reference_key, expectations_json, **kwargs):
-            values = [scores_of(*args)[component]
-                      for args in zip(agent_turn, params_json, reference_key, expectations_json)]
-            if component == spec.components[0] and "log_metric" in kwargs:
-                ok = [float(t.final_ok) for t in agent_turn]
-                kwargs["log_metric"]("exec_success", sum(ok) / max(1, len(ok)))
-                kwargs["log_metric"]("model_calls", sum(len(t.calls) for t in agent_turn) / max(1, len(ok)))
+        def reward(prompts, completions, episode, row_key, **kwargs):
+            values = [scores_of(e, k)[component] for e, k in zip(episode, row_key)]
+            if component == spec.components[0]:
+                if sampled is not None:
+                    for k in row_key:
+                        sampled[plays[k].workflow] = sampled.get(plays[k].workflow, 0) + 1
+                if "log_metric" in kwargs:
+                    ok = [scores_of(e, k)["exec_success"] for e, k in zip(episode, row_key)]
+                    calls = [sum(len(t.calls) for t in e.turns) for e in episode]
+                    kwargs["log_metric"]("exec_success", sum(ok) / max(1, len(ok)))
+                    kwargs["log_metric"]("model_calls", sum(calls) / max(1, len(calls)))
             if component == spec.components[-1]:
                 cache.clear()
             return values
@@ -321,37 +388,36 @@ def _last_checkpoint(path: Path) -> str | None:
     return str(found[-1]) if found else None
 
 
-def measure(job: GRPOJob, model, tokenizer, sandbox, rows: list[dict], references: dict, terms=None,
+def measure(job: GRPOJob, model, tokenizer, sandbox, probe: list[RolloutTask], terms=None,
             samples: int = 0) -> dict:
-    """Mean R_total, each component and execution success on ``rows``.
+    """Mean R_total, each component and execution success over the ``probe`` rollout tasks.
 
     ``samples=0`` decodes greedily (what an evaluation sees). ``samples=k`` draws k
-    completions per row at the stage's temperature, seeded, which is the policy GRPO
+    completions per task at the stage's temperature, seeded, which is the policy GRPO
     actually optimises: its expected reward is what a step should raise.
     """
     import torch
 
-    from craftc.ir import BlockFormat
-    from runtime.agent import AgentTask, HFGenerator, TaskTurn, TurnWording, run_episodes
-    from runtime.rewards import score_turn
+    from runtime.agent import HFGenerator
 
     spec = _spec(job)
-    wording = TurnWording(**job.wording)
     generate = HFGenerator(model, tokenizer, max_new_tokens=job.stage["max_new_tokens"], batch_size=8,
                            do_sample=samples > 0, temperature=job.stage["temperature"])
-    rows = [row for row in rows for _ in range(max(samples, 1))]
-    tasks = [AgentTask(id=r["reference_key"], workflow="", turns=(TaskTurn(ask=r["ask"]),)) for r in rows]
+    tasks = [task for task in probe for _ in range(max(samples, 1))]
     torch.manual_seed(job.seed)
-    episodes = run_episodes(generate, tasks, "", sandbox, BlockFormat(**job.fmt), job.stage["max_turns"], wording,
-                            prefixes=[r["prompt"] for r in rows])
+    episodes, _, _ = play(job, generate, sandbox, tasks, [t.prompt for t in tasks])
     sums: dict[str, float] = {}
-    for row, episode in zip(rows, episodes):
-        ctx = _context(row["params_json"], row["expectations_json"], references.get(row["reference_key"]), terms)
-        scores = score_turn(episode.turns[0], ctx, spec)
-        scores["exec_success"] = float(episode.turns[0].final_ok)
-        for k, v in scores.items():
+    for task, episode in zip(tasks, episodes):
+        for k, v in score_episode(episode, task, spec, terms).items():
             sums[k] = sums.get(k, 0.0) + v
-    return {k: round(v / max(1, len(rows)), 6) for k, v in sorted(sums.items())}
+    return {k: round(v / max(1, len(tasks)), 6) for k, v in sorted(sums.items())}
+
+
+def _count(names) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def _write_json(path: Path, data) -> None:
@@ -420,24 +486,32 @@ def train_grpo(job: GRPOJob) -> dict:
     group = job.stage["group"]
     limits = SandboxLimits(secret_env=tuple(job.secret_env))
     with SandboxPool(job.workers, job.warehouse, limits, job.api_factory, warmup=warmup) as sandbox:
-        rows, references = build_rows(job, sandbox, tasks)
-        probe = rows[: job.measure_rows]
-        before = measure(job, model, tokenizer, sandbox, probe, references, terms)
-        before_sampled = measure(job, model, tokenizer, sandbox, probe, references, terms, samples=group)
+        rows, plays = build_rows(job, sandbox, tasks)
+        # The measured rows: a seeded sample across workflows, the same before and after.
+        probe = [plays[r["row_key"]] for r in random.Random(job.seed).sample(rows, min(job.measure_rows, len(rows)))]
+        before = measure(job, model, tokenizer, sandbox, probe, terms)
+        before_sampled = measure(job, model, tokenizer, sandbox, probe, terms, samples=group)
+        sampled: dict[str, int] = {}
         trainer = GRPOTrainer(
             model=model, processing_class=tokenizer, args=args,
-            reward_funcs=make_reward_funcs(spec, references, terms), train_dataset=Dataset.from_list(rows),
-            rollout_func=make_rollout_func(job, tokenizer, sandbox, references),
+            reward_funcs=make_reward_funcs(spec, plays, terms, sampled), train_dataset=Dataset.from_list(rows),
+            rollout_func=make_rollout_func(job, tokenizer, sandbox, plays),
         )
         trainer.train(resume_from_checkpoint=_last_checkpoint(out / "checkpoints"))
-        after = measure(job, trainer.model, tokenizer, sandbox, probe, references, terms)
-        after_sampled = measure(job, trainer.model, tokenizer, sandbox, probe, references, terms, samples=group)
+        after = measure(job, trainer.model, tokenizer, sandbox, probe, terms)
+        after_sampled = measure(job, trainer.model, tokenizer, sandbox, probe, terms, samples=group)
     history = trainer.state.log_history
     # Every rank takes part in saving (sharded weights are gathered); rank 0 writes.
     tmp = out / ".final.tmp"
     trainer.save_model(str(tmp))
     summary = {
         "steps": trainer.state.global_step, "rows": len(rows), "measured_rows": len(probe),
+        "history": job.stage["history"],
+        # Training rows per workflow (every training instance; conversations are one row each
+        # with policy history), and the rollouts this process scored per workflow.
+        "rows_per_workflow": _count(r["workflow"] for r in rows),
+        "turns_per_workflow": _count(p.workflow for p in plays.values() for _ in p.task.turns),
+        "rollouts_per_workflow": dict(sorted(sampled.items())),
         "world_size": trainer.args.world_size,
         "reward_weights": dict(zip(spec.components, spec.trl_weights)), "aggregate": spec.aggregate,
         "before": before, "after": after, "sampled_per_row": group,

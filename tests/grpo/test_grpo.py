@@ -14,7 +14,7 @@ TRL = {"learning_rate": 1e-4, "max_steps": 3, "num_generations": 2, "per_device_
        "save_steps": 50, "save_total_limit": 2, "seed": 0, "data_seed": 0, "use_cpu": True, "bf16": False,
        "fp16": False, "activation_checkpointing": False, "report_to": "none", "dataloader_num_workers": 0,
        "disable_tqdm": True, "reward_weights": list(WEIGHTS.values())}
-STAGE = {"group": 2, "max_turns": 2, "max_new_tokens": 16, "temperature": 1.0}
+STAGE = {"group": 2, "max_turns": 2, "max_new_tokens": 16, "temperature": 1.0, "history": "policy"}
 PLAIN = {"wording": {"user": "{ask}", "tool": "Output of the CODE block:\n{output}"},
          "fmt": {"think": "THINK", "plan": "PLAN", "code": "CODE", "answer": "ANSWER"}, "workers": 2, "secret_env": [], "seed": 0}
 
@@ -66,8 +66,18 @@ def test_summary_warns_when_completions_cannot_hold_the_reference_turns(trained)
 def test_rollouts_are_multi_turn(trained):
     job, _ = trained
     lines = [json.loads(l) for l in open(f"{job.out_dir}/metrics.jsonl")]
-    # An untrained model never closes a CODE block, so each user turn uses its repair call too.
-    assert all(l["model_calls"] == 2.0 for l in lines if "model_calls" in l)
+    # An untrained model never closes a CODE block, so each of the conversation's two user
+    # turns uses its repair call too: 4 model calls per rollout.
+    assert all(l["model_calls"] == 4.0 for l in lines if "model_calls" in l)
+
+
+def test_every_instance_is_a_row_and_the_summary_counts_them_per_workflow(trained):
+    _, summary = trained
+    assert summary["rows"] == 2 and summary["history"] == "policy"
+    assert summary["rows_per_workflow"] == {"top_budget": 2}
+    assert summary["turns_per_workflow"] == {"top_budget": 4}
+    # 3 steps, each one prompt x a group of 2 completions (per_device_train_batch_size 2)
+    assert summary["rollouts_per_workflow"] == {"top_budget": 6}
 
 
 def test_training_resumes_from_the_last_checkpoint(trained):

@@ -1,0 +1,99 @@
+"""A conversation's later turns are played on the policy's own earlier turns, and only
+the policy's tokens are trained: tool outputs and later user turns are masked, token by token."""
+
+import pytest
+
+from runtime.agent import AgentTask, HFGenerator
+from runtime.train.grpo import GRPOJob, build_rows, completion_tokens, play
+from tests.agent.warehouse import task_dict
+
+JOB = dict(model_dir="m", instances="i", warehouse="w", out_dir="o", system_prompt="Answer with THINK, PLAN, CODE.",
+           reward={"weights": {"outcome": 1.0}, "aggregate": "sum", "penalties": {}, "step_rewards": True},
+           trl={}, wording={"user": "{ask}", "tool": "Output of the CODE block:\n{output}"},
+           fmt={"think": "THINK", "plan": "PLAN", "code": "CODE", "answer": "ANSWER"}, workers=2, secret_env=[],
+           seed=0)
+
+
+def job(history: str) -> GRPOJob:
+    stage = {"group": 2, "max_turns": 2, "max_new_tokens": 12, "temperature": 1.0, "history": history}
+    return GRPOJob(**JOB, stage=stage)
+
+
+@pytest.fixture(scope="module")
+def conversation(tiny_model, sandbox):
+    """One two-turn instance, played by the untrained tiny model with sampling."""
+    import torch
+
+    model, tok = tiny_model
+    policy = job("policy")
+    rows, plays = build_rows(policy, sandbox, [AgentTask.from_dict(task_dict(2, "top_budget-0"))])
+    torch.manual_seed(0)
+    generate = HFGenerator(model, tok, max_new_tokens=12, do_sample=True, temperature=1.0)
+    target = plays[rows[0]["row_key"]]
+    episodes, transcripts, generations = play(policy, generate, sandbox, [target], [target.prompt])
+    return rows, target, episodes[0], transcripts[0], generations[0]
+
+
+def test_a_conversation_is_one_row_whose_prompt_is_its_first_turn(conversation):
+    rows, target, _, _, _ = conversation
+    assert [r["row_key"] for r in rows] == ["top_budget-0"]
+    assert [m["role"] for m in target.prompt] == ["system", "user"]
+    assert target.prompt[-1]["content"] == "Top 2 campaigns by budget"
+    assert len(target.task.turns) == 2 and len(target.references) == 2
+
+
+def test_turn_two_is_asked_after_the_policys_own_turn_one(conversation):
+    _, _, episode, transcript, generations = conversation
+    asks = [i for i, m in enumerate(transcript) if m["role"] == "user"]
+    assert [transcript[i]["content"] for i in asks] == ["Top 2 campaigns by budget", "Only travel advertisers"]
+    before_turn_two = transcript[: asks[1]]
+    own = [m["content"] for m in before_turn_two if m["role"] == "assistant"]
+    # What came before turn 2 is what the policy wrote, not the reference turn.
+    assert own == [g.text for g in generations[: len(own)]] and own
+    assert all("Rank campaigns by daily budget" not in text for text in own)
+    assert [len(t.calls) for t in episode.turns] == [2, 2]       # a repair call per turn (no CODE in 12 tokens)
+
+
+def test_only_the_policys_tokens_are_trained_token_by_token(conversation, tiny_model):
+    _, target, _, transcript, generations = conversation
+    _, tok = tiny_model
+    out = completion_tokens(tok, transcript, len(target.prompt), generations)
+    ids, mask, logps = out["completion_ids"], out["env_mask"], out["logprobs"]
+    assert len(ids) == len(mask) == len(logps)
+    prompt_ids = generations[0].prompt_ids
+    for gen in generations[1:]:
+        # Each generation was conditioned on exactly the tokens trained before it.
+        assert gen.prompt_ids == prompt_ids + ids[: len(gen.prompt_ids) - len(prompt_ids)]
+    # Token by token: a token is trained iff it is inside one of the policy's assistant turns.
+    rendered = tok.apply_chat_template(transcript, return_dict=True, return_assistant_tokens_mask=True)
+    marks = rendered["assistant_masks"][len(prompt_ids): len(prompt_ids) + len(ids)]
+    for position, (trained, in_turn) in enumerate(zip(mask, marks)):
+        assert trained <= in_turn, position                     # never a tool or user token
+        if not trained:
+            assert logps[position] == 0.0
+    masked_text = tok.decode([t for t, m in zip(ids, mask) if m == 0])
+    assert "Only travel advertisers" in masked_text                 # the later user turn
+    assert "Output of the CODE block" in masked_text                # the tool outputs
+    trained_text = tok.decode([t for t, m in zip(ids, mask) if m == 1])
+    assert "Only travel advertisers" not in trained_text and "Output of the CODE block" not in trained_text
+    # One assistant span per generation; a turn cut off at max_new_tokens trains every token
+    # of its span but the end-of-turn token the template closed it with.
+    spans, start = [], None
+    for position, flag in enumerate(list(marks) + [0]):
+        if flag and start is None:
+            start = position
+        elif not flag and start is not None:
+            spans.append((start, position))
+            start = None
+    assert len(spans) == len(generations) == 4
+    for (first, stop), gen in zip(spans, generations):
+        cut_off = gen.completion_ids[-1] != tok.eos_token_id
+        assert sum(mask[first:stop]) == (stop - first) - (1 if cut_off else 0)
+
+
+def test_reference_history_plays_one_turn_per_row_on_the_reference_turns(tiny_model, sandbox):
+    rows, plays = build_rows(job("reference"), sandbox, [AgentTask.from_dict(task_dict(2, "top_budget-0"))])
+    assert [r["row_key"] for r in rows] == ["top_budget-0/0", "top_budget-0/1"]
+    second = plays["top_budget-0/1"].prompt
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "tool", "user"]
+    assert "Rank campaigns by daily budget and keep 2." in second[2]["content"]
