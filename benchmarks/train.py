@@ -68,12 +68,16 @@ def plain_trl(model_dir: Path, dataset_dir: Path, out: Path, steps: int, batch: 
 
 
 def craft_sft(model_dir: Path, dataset_dir: Path, out: Path, steps: int, batch: int) -> tuple[int, float]:
+    from runtime.train.masking import ASSISTANT_ONLY
     from runtime.train.sft import train_sft
 
     start = time.perf_counter()
-    summary = train_sft(model_dir, dataset_dir, out, {"max_steps": steps, "per_device_batch": batch, "lr": 3e-4,
-                                                      "max_length": 1024, "logging_steps": 1,
-                                                      "save_steps": 10 * steps, "seed": 0})
+    # The keys `craftc compile` writes into a CPU stage's trl_config.json, at the plain script's values.
+    trl_kwargs = {"max_steps": steps, "per_device_train_batch_size": batch, "learning_rate": 3e-4,
+                  "max_length": 1024, "logging_steps": 1, "save_strategy": "steps", "save_steps": 10 * steps,
+                  "seed": 0, "use_cpu": True, "bf16": False, "activation_checkpointing": False,
+                  "report_to": "none", "disable_tqdm": True, "dataloader_num_workers": 0}
+    summary = train_sft(model_dir, dataset_dir, out, trl_kwargs, ASSISTANT_ONLY)
     return summary["num_tokens"], time.perf_counter() - start, summary["train_runtime_s"]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Generation", "HFGenerator", "render_prompt_ids"]
+__all__ = ["Generation", "HFGenerator", "TrainerVLLMGenerator", "render_prompt_ids"]
 
 
 @dataclass
@@ -96,3 +96,33 @@ class HFGenerator:
             text = tok.decode(completion, skip_special_tokens=True)
             results.append(Generation(text, len(ids), list(ids), completion, lp))
         return results
+
+
+class TrainerVLLMGenerator:
+    """GRPO rollouts through the trainer's own vLLM engine (TRL's ``vllm_generation``).
+
+    The plan's ``rollout vllm, server|colocate`` compiles to ``use_vllm`` and
+    ``vllm_mode`` in the stage's GRPOConfig; TRL then builds ``trainer.vllm_generation``
+    (a ``trl vllm-serve`` client or an in-process engine) and keeps its weights in step
+    with the policy. The agent loop is the same as with ``HFGenerator``: only this call
+    differs. Sampling settings (temperature, ``max_completion_length`` = the stage's
+    ``max_new_tokens``) are the trainer's. Not run on a GPU yet (docs/training.md).
+    """
+
+    def __init__(self, trainer, tokenizer):
+        self.trainer, self.tokenizer = trainer, tokenizer
+
+    def __call__(self, conversations: list[list[dict]]) -> list[Generation]:
+        prompts = [render_prompt_ids(self.tokenizer, messages) for messages in conversations]
+        if not prompts:
+            return []
+        _, completions, logprobs, _ = self.trainer.vllm_generation.generate(
+            prompts=prompts, images=None, num_generations=1)
+        out = []
+        for ids, completion, logps in zip(prompts, completions, logprobs):
+            completion = list(completion)
+            # vLLM returns the top logprobs per position; the first is the sampled token's.
+            sampled = [float(lp[0]) if isinstance(lp, (list, tuple)) else float(lp) for lp in logps]
+            text = self.tokenizer.decode(completion, skip_special_tokens=True)
+            out.append(Generation(text, len(ids), list(ids), completion, sampled))
+        return out

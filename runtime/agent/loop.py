@@ -104,7 +104,7 @@ def _execute(sandbox, jobs: list[tuple[str, dict]]) -> list:
 def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, fmt=None,
                  max_turns: int = 3, wording: TurnWording | None = None, arm: str = "",
                  on_generation=None, prefixes: list[list[dict]] | None = None,
-                 transcripts: list | None = None) -> list[Episode]:
+                 transcripts: list | None = None, overlap: bool = False) -> list[Episode]:
     """Run every task's conversation to the end, one batched model call per step.
 
     Args:
@@ -123,6 +123,9 @@ def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, 
             ``system_prompt`` and the first user message.
         transcripts: Optional list, extended with each task's final message list (what
             the model saw and wrote, tool and later user messages included).
+        overlap: Split the tasks into two cohorts and generate for one while the other's
+            code runs in the sandbox (GRPO rollouts; ``benchmarks/rollout.py`` measures it).
+            Each task sees the same steps either way; only the batching differs.
 
     Returns:
         One ``Episode`` per task, in order.
@@ -141,31 +144,64 @@ def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, 
         else:
             _start_turn(run, wording)
         runs.append(run)
-    while True:
-        active = [i for i, run in enumerate(runs) if not run.done]
-        if not active:
-            break
-        generations: list[Generation] = generate([runs[i].messages for i in active])
-        jobs, waiting = [], []
-        for i, gen in zip(active, generations):
-            run = runs[i]
-            if on_generation is not None:
-                on_generation(i, run.turn_no, gen)
-            parsed = parse_turn(gen.text, fmt)
-            call = ModelCall(gen.input_tokens, gen.text, parsed.think, parsed.plan, parsed.code,
-                             parsed.answer, parsed.complete)
-            run.episode.turns[-1].calls.append(call)
-            run.messages.append({"role": "assistant", "content": gen.text})
-            if parsed.code:
-                jobs.append((parsed.code, run.task.params))
-                waiting.append((i, call))
-            else:
-                _finish_without_code(run, call, parsed.answer, max_turns, wording)
-        for (i, call), result in zip(waiting, _execute(sandbox, jobs)):
-            _finish_with_exec(runs[i], call, result, max_turns, wording)
+    if overlap:
+        _run_overlapped(runs, generate, sandbox, fmt, max_turns, wording, on_generation)
+    else:
+        while True:
+            active = [i for i, run in enumerate(runs) if not run.done]
+            if not active:
+                break
+            waiting, jobs = _generate_step(runs, active, generate, fmt, max_turns, wording, on_generation)
+            for (i, call), result in zip(waiting, _execute(sandbox, jobs)):
+                _finish_with_exec(runs[i], call, result, max_turns, wording)
     if transcripts is not None:
         transcripts.extend(run.messages for run in runs)
     return [run.episode for run in runs]
+
+
+def _generate_step(runs, active, generate, fmt, max_turns, wording, on_generation):
+    """One batched model call for the ``active`` runs; returns the code jobs it produced."""
+    generations: list[Generation] = generate([runs[i].messages for i in active])
+    jobs, waiting = [], []
+    for i, gen in zip(active, generations):
+        run = runs[i]
+        if on_generation is not None:
+            on_generation(i, run.turn_no, gen)
+        parsed = parse_turn(gen.text, fmt)
+        call = ModelCall(gen.input_tokens, gen.text, parsed.think, parsed.plan, parsed.code,
+                         parsed.answer, parsed.complete)
+        run.episode.turns[-1].calls.append(call)
+        run.messages.append({"role": "assistant", "content": gen.text})
+        if parsed.code:
+            jobs.append((parsed.code, run.task.params))
+            waiting.append((i, call))
+        else:
+            _finish_without_code(run, call, parsed.answer, max_turns, wording)
+    return waiting, jobs
+
+
+def _run_overlapped(runs, generate, sandbox, fmt, max_turns, wording, on_generation) -> None:
+    """A two-stage pipeline: one cohort generates while the other's code runs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cohorts = [list(range(0, len(runs), 2)), list(range(1, len(runs), 2))]
+    pending: dict[int, tuple] = {}              # cohort -> (waiting calls, future of their results)
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        while True:
+            progressed = False
+            for c, members in enumerate(cohorts):
+                if c in pending:               # this cohort's code must finish before it generates again
+                    waiting, future = pending.pop(c)
+                    for (i, call), result in zip(waiting, future.result()):
+                        _finish_with_exec(runs[i], call, result, max_turns, wording)
+                active = [i for i in members if not runs[i].done]
+                if not active:
+                    continue
+                progressed = True
+                waiting, jobs = _generate_step(runs, active, generate, fmt, max_turns, wording, on_generation)
+                pending[c] = (waiting, executor.submit(_execute, sandbox, jobs))
+            if not progressed and not pending:
+                break
 
 
 def _block_format(fmt) -> BlockFormat:

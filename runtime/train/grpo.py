@@ -274,8 +274,13 @@ def completion_tokens(tokenizer, transcript: list[dict], n_prompt: int, generati
     return {"completion_ids": ids, "logprobs": logps, "env_mask": mask}
 
 
-def play(job: GRPOJob, generate, sandbox, plays: list[RolloutTask], prompts: list[list[dict]]) -> tuple:
-    """Run each rollout task's turns with ``generate``: episodes, transcripts and generations."""
+def play(job: GRPOJob, generate, sandbox, plays: list[RolloutTask], prompts: list[list[dict]],
+         overlap: bool = False) -> tuple:
+    """Run each rollout task's turns with ``generate``: episodes, transcripts and generations.
+
+    ``overlap`` generates for half the tasks while the other half's code runs in the
+    sandbox (training rollouts; ``benchmarks/rollout.py`` measures the difference).
+    """
     from craftc.ir import BlockFormat
     from runtime.agent import TurnWording, run_episodes
 
@@ -284,24 +289,29 @@ def play(job: GRPOJob, generate, sandbox, plays: list[RolloutTask], prompts: lis
     episodes = run_episodes(generate, [p.task for p in plays], "", sandbox, BlockFormat(**job.fmt),
                             job.stage["max_turns"], TurnWording(**job.wording),
                             on_generation=lambda i, _t, gen: generations[i].append(gen), prefixes=prompts,
-                            transcripts=transcripts)
+                            transcripts=transcripts, overlap=overlap)
     return episodes, transcripts, [generations[i] for i in range(len(plays))]
 
 
 def make_rollout_func(job: GRPOJob, tokenizer, sandbox, plays: dict[str, RolloutTask]):
     """TRL ``rollout_func``: each prompt's turns played by the policy, tool and user tokens masked out."""
-    from runtime.agent import HFGenerator
+    from runtime.agent import HFGenerator, TrainerVLLMGenerator
 
     by_prompt: dict[str, str] = {}
     for key, task in plays.items():
         by_prompt.setdefault(prompt_key(task.prompt), key)
 
     def rollout(prompts, trainer):
-        model = trainer.accelerator.unwrap_model(trainer.model)
-        generate = HFGenerator(model, tokenizer, max_new_tokens=job.stage["max_new_tokens"],
-                               do_sample=True, temperature=job.stage["temperature"], batch_size=len(prompts))
+        # The engine the plan chose (`rollout transformers | vllm`); the loop is the same.
+        if getattr(trainer, "use_vllm", False):
+            generate = TrainerVLLMGenerator(trainer, tokenizer)
+        else:
+            generate = HFGenerator(trainer.accelerator.unwrap_model(trainer.model), tokenizer,
+                                   max_new_tokens=job.stage["max_new_tokens"], do_sample=True,
+                                   temperature=job.stage["temperature"], batch_size=len(prompts))
         keys = [by_prompt[prompt_key(p)] for p in prompts]
-        episodes, transcripts, generations = play(job, generate, sandbox, [plays[k] for k in keys], prompts)
+        episodes, transcripts, generations = play(job, generate, sandbox, [plays[k] for k in keys], prompts,
+                                                  overlap=True)
         out = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [], "episode": [],
                "row_key": keys}
         for prompt, episode, transcript, gens in zip(prompts, episodes, transcripts, generations):

@@ -97,3 +97,29 @@ def test_reference_history_plays_one_turn_per_row_on_the_reference_turns(tiny_mo
     second = plays["top_budget-0/1"].prompt
     assert [m["role"] for m in second] == ["system", "user", "assistant", "tool", "user"]
     assert "Rank campaigns by daily budget and keep 2." in second[2]["content"]
+
+
+def test_a_vllm_engine_plays_the_same_rollout_loop(tiny_model, sandbox):
+    """`rollout vllm` swaps only the generation call: a stand-in for TRL's vllm_generation
+    receives the rendered prompt ids and its completions flow through the same loop."""
+    from types import SimpleNamespace
+
+    from runtime.train.grpo import make_rollout_func
+
+    _, tok = tiny_model
+    policy = job("policy")
+    rows, plays = build_rows(policy, sandbox, [AgentTask.from_dict(task_dict(2, "top_budget-0"))])
+    answer = tok("<ANSWER>done</ANSWER>", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    calls = []
+
+    def generate(prompts, images, num_generations):
+        calls.append(prompts)
+        return prompts, [answer] * len(prompts), [[[-0.5]] * len(answer)] * len(prompts), None
+
+    trainer = SimpleNamespace(use_vllm=True, vllm_generation=SimpleNamespace(generate=generate))
+    out = make_rollout_func(policy, tok, sandbox, plays)([rows[0]["prompt"]], trainer)
+    assert len(calls) == 2                         # one call per user turn: each answered at once
+    assert calls[0][0] == out["prompt_ids"][0]
+    assert out["env_mask"][0].count(1) == 2 * len(answer)
+    assert out["logprobs"][0][:len(answer)] == [-0.5] * len(answer)
+    assert [t.answer for t in out["episode"][0].turns] == ["done", "done"]
