@@ -181,7 +181,7 @@ InputMode = Literal["stripped", "stuffed"]
 MaskRole = Literal["tool_outputs", "system", "user"]
 ExecutionReject = Literal["error", "syntax", "timeout"]
 OutputReject = Literal["empty", "incomplete", "mismatch"]
-ModelSource = Literal["tiny_moe", "path", "hub"]
+ModelSource = Literal["tiny_moe", "path", "hub", "gguf"]
 TrlValue = str | int | float | bool
 
 TEACHER_KINDS: tuple[str, ...] = get_args(TeacherKind)
@@ -337,9 +337,10 @@ class ModelSpec(Node):
 
     name: str
     source: ModelSource = Field("tiny_moe", description="where the model comes from (default: "
-                                "tiny_moe, or hub/path when `path` is set)")
-    path: str | None = Field(None, description="hub id (`org/name`) or a directory relative to "
-                             "the recipe")
+                                "tiny_moe, or hub/path/gguf when `path` is set)")
+    path: str | None = Field(None, description="hub id (`org/name`), a directory relative to the "
+                             "recipe, or a `.gguf` file (`package:file.gguf` for one an installed Python "
+                             "package ships), converted once into a model directory")
     context: int = Field(2048, ge=16, description="context length in tokens")
     hidden: int = Field(192, ge=8, description="tiny_moe: hidden size")
     layers: int = Field(4, ge=1, description="tiny_moe: layers")

@@ -401,6 +401,8 @@ def _lower_models(blocks: list[Block], ctx: LoweringContext,
 
 
 def _path_source(path: str, ctx: LoweringContext) -> str:
+    if path.endswith(".gguf"):
+        return "gguf"
     if path.startswith((".", "/")) or (ctx.recipe_dir / path).exists():
         return "path"
     return "hub"

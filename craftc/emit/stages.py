@@ -25,6 +25,9 @@ _MODEL_CLASSES = (
     ("gpt-oss", "GptOssDecoderLayer", "GptOssMLP"),
     ("mixtral", "MixtralDecoderLayer", "MixtralSparseMoeBlock"),
     ("qwen3", "Qwen3MoeDecoderLayer", "Qwen3MoeSparseMoeBlock"),
+    # Dense Llama-architecture models (SmolLM2): the MLP is the block kept whole.
+    ("smollm", "LlamaDecoderLayer", "LlamaMLP"),
+    ("llama", "LlamaDecoderLayer", "LlamaMLP"),
 )
 _DEFAULT_CLASSES = ("Qwen3MoeDecoderLayer", "Qwen3MoeSparseMoeBlock")
 # `multi_cpu` is a MULTI_GPU config with `use_cpu: true`: in accelerate 1.15 a MULTI_CPU

@@ -46,6 +46,15 @@ def base_model_dir(ctx: StepContext, stage: Stage, corpus: Path) -> Path:
                           f"{spec.experts} experts) with a tokenizer trained on the recipe corpus")
         sizes = {name: getattr(spec, name) for name in SIZE_FIELDS}
         return build_tiny_moe(ctx.out_dir / "base", texts, {**sizes, "seed": spec.seed + ctx.seed})
+    if spec.source == "gguf":
+        from runtime.train.pretrained import GGUFError, convert_gguf, resolve_gguf
+
+        try:
+            gguf_file = resolve_gguf(spec.path or spec.name)
+            ctx.console.print(f"converting {gguf_file.name} into a model directory (once per run dir)")
+            return convert_gguf(gguf_file, ctx.out_dir / "base")
+        except GGUFError as exc:
+            raise StepError(str(exc)) from None
     path = Path(spec.path or spec.name)
     if spec.source == "path" and not (path / "config.json").exists():
         raise StepError(f"base model `{spec.name}`: no model directory at `{path}` (config.json missing); "
