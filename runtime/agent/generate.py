@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Generation", "HFGenerator", "TrainerVLLMGenerator", "render_prompt_ids"]
+__all__ = ["Generation", "HFGenerator", "TrainerVLLMGenerator", "VLLMGenerator", "render_prompt_ids"]
 
 
 @dataclass
@@ -126,3 +126,37 @@ class TrainerVLLMGenerator:
             text = self.tokenizer.decode(completion, skip_special_tokens=True)
             out.append(Generation(text, len(ids), list(ids), completion, sampled))
         return out
+
+
+class VLLMGenerator:
+    """Batched generation with an offline vLLM engine (``vllm.LLM``), greedy unless sampling.
+
+    What evaluation uses when the plan's GRPO stage says ``rollout vllm``: the same agent
+    loop as ``HFGenerator``, only this call differs. vLLM is an optional extra (it pins its
+    own torch and transformers) and needs a GPU; not run here yet (docs/training.md).
+    """
+
+    def __init__(self, model_dir, tokenizer, max_new_tokens: int = 256, do_sample: bool = False,
+                 temperature: float = 1.0):
+        from vllm import LLM, SamplingParams
+
+        self.tokenizer = tokenizer
+        self.llm = LLM(model=str(model_dir))
+        self.params = SamplingParams(max_tokens=max_new_tokens, temperature=temperature if do_sample else 0.0,
+                                     logprobs=0)
+
+    def __call__(self, conversations: list[list[dict]]) -> list[Generation]:
+        from vllm.inputs import TokensPrompt
+
+        prompts = [render_prompt_ids(self.tokenizer, messages) for messages in conversations]
+        if not prompts:
+            return []
+        outputs = self.llm.generate([TokensPrompt(prompt_token_ids=ids) for ids in prompts], self.params)
+        results = []
+        for ids, output in zip(prompts, outputs):
+            sample = output.outputs[0]
+            completion = list(sample.token_ids)
+            logps = [float(step[token].logprob) for step, token in zip(sample.logprobs or [], completion)]
+            results.append(Generation(self.tokenizer.decode(completion, skip_special_tokens=True), len(ids),
+                                      list(ids), completion, logps))
+        return results

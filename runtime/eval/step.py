@@ -40,14 +40,19 @@ def reference_frames(tasks: list[AgentTask], sandbox) -> dict[str, list]:
 
 def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], references: dict, system_prompt: str,
                  sandbox, fmt=None, max_turns: int = 3, wording: TurnWording | None = None,
-                 terms=None, max_new_tokens: int = 256, batch_size: int = 8) -> list:
-    """Greedy episodes of one arm on ``tasks``, scored."""
+                 terms=None, max_new_tokens: int = 256, batch_size: int = 8, engine: str = "transformers") -> list:
+    """Greedy episodes of one arm on ``tasks``, scored; ``engine`` is the plan's rollout engine."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    generate = HFGenerator(model, tokenizer, max_new_tokens=max_new_tokens, batch_size=batch_size)
+    if engine == "vllm":
+        from runtime.agent import VLLMGenerator
+
+        generate = VLLMGenerator(model_dir, tokenizer, max_new_tokens=max_new_tokens)
+    else:
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+        generate = HFGenerator(model, tokenizer, max_new_tokens=max_new_tokens, batch_size=batch_size)
     episodes = run_episodes(generate, tasks, system_prompt, sandbox, fmt, max_turns, wording, arm=arm)
     by_id = {t.id: t for t in tasks}
     return [score_episode(e, by_id[e.instance_id], references[e.instance_id], terms) for e in episodes]
@@ -118,7 +123,15 @@ def run_eval(ctx):
                for arm, mode in builder["eval_arms"].items()}
     fmt = BlockFormat(**builder["format"])
     terms = SchemaTerms.from_schema(recipe.schema_)
-    max_new = grpo_stage(recipe).max_new_tokens
+    stage = grpo_stage(recipe)
+    max_new, engine = stage.max_new_tokens, stage.rollout
+    if engine == "vllm":        # evaluation generates with the engine the plan chose for rollouts
+        from runtime.train.launch import PreflightError, preflight
+
+        try:
+            preflight({"parallel": "none", "gpus": 0, "rollout": "vllm"})
+        except PreflightError as exc:
+            raise StepError(f"eval generates with `rollout vllm` as the plan says, and cannot here: {exc}") from None
     models = {"craft": lambda: ctx.input_dir("grpo") / "final", "sft_only": lambda: _sft_model(ctx, "craft"),
               "stuffed": lambda: _sft_model(ctx, "stuffed")}
     (ctx.out_dir / "episodes").mkdir(parents=True, exist_ok=True)
@@ -131,7 +144,7 @@ def run_eval(ctx):
         for arm in recipe.eval.arms:
             ctx.console.print(f"eval: arm {arm} on {len(tasks)} instances")
             episodes = evaluate_arm(arm, models[arm](), tasks, references, prompts[arm], sandbox,
-                                    fmt, builder["max_turns"], wording, terms, max_new)
+                                    fmt, builder["max_turns"], wording, terms, max_new, engine=engine)
             _write_atomic(ctx.out_dir / "episodes" / f"{arm}.jsonl",
                           "".join(json.dumps(e.to_dict(), sort_keys=True) + "\n" for e in episodes))
             results[arm] = split_summaries(episodes, ctx.seed)

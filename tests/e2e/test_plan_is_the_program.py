@@ -181,3 +181,26 @@ def test_grpo_trains_in_two_cpu_processes_from_the_compiled_accelerate_config(ba
     for entry in steps:
         weighted = sum(w * entry[f"rewards/{c}/mean"] for c, w in weights.items())
         assert entry["reward"] == pytest.approx(weighted, abs=1e-5)
+
+
+def test_rollout_vllm_without_a_gpu_stops_before_launching_with_one_clear_line(base, tmp_path):
+    """On this CPU machine `rollout vllm` is refused at preflight, naming the missing GPU and
+    extra and the hand-off (`--no-launch`), before any model or data is touched."""
+    import io
+
+    from rich.console import Console
+
+    from runtime.plan import load_plan
+    from runtime.step_context import StepContext, StepError
+    from runtime.train.grpo import run_grpo
+
+    work, _, _ = base
+    edited = compile_variant(work, "vllm", SMOKE_GRPO, SMOKE_GRPO.replace("per_device_batch 2 }", "per_device_batch 2  rollout vllm, colocate }"))
+    (tmp_path / "out").mkdir()
+    ctx = StepContext(plan=load_plan(edited), plan_dir=edited, run_dir=tmp_path, out_dir=tmp_path / "out",
+                      console=Console(file=io.StringIO()), seed=0)
+    with pytest.raises(StepError) as err:
+        run_grpo(ctx)
+    message = str(err.value)
+    assert "rollout `vllm` needs a CUDA GPU" in message and "--no-launch" in message
+    assert list((tmp_path / "out").iterdir()) == []

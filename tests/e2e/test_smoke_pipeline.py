@@ -120,3 +120,16 @@ def test_every_plan_file_outside_review_is_read_by_some_step(smoke_run):
     read = {f for step in STEPS for f in json.loads((run_dir / step / "manifest.json").read_text())["plan_files"]}
     assert {f for f in files if not f.startswith("review/")} - read == set()
     assert read <= files
+
+
+def test_grpo_trains_on_every_training_workflow_and_its_conversations(smoke_run):
+    _, run_dir = smoke_run
+    summary = json.loads((run_dir / "grpo/grpo_summary.json").read_text())
+    instances = json.loads((run_dir / "gate/instances.json").read_text())
+    train = [i for i in instances if i["split"] == "train"]
+    # Every training instance is a row (a conversation is one row, played on the policy's own turns).
+    assert summary["history"] == "policy" and summary["rows"] == len(train)
+    assert set(summary["rows_per_workflow"]) == {i["workflow"] for i in train}
+    conversations = {i["workflow"] for i in train if len(i["turns"]) > 1}
+    assert conversations and all(summary["turns_per_workflow"][w] > summary["rows_per_workflow"][w]
+                                 for w in conversations)
