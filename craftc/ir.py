@@ -408,6 +408,8 @@ class GRPOStage(StageBase):
         "transformers", description="grpo: generation engine, optionally with the vllm mode "
         "(`rollout vllm, server`)", json_schema_extra=_surface(type="rollout"))
     vllm_mode: Literal["colocate", "server"] = Field("colocate", description="grpo: how vLLM runs")
+    measure: int = Field(32, ge=0, le=100000, description="grpo: training rows measured before and "
+                         "after training, greedily and with `group` samples each (a seeded sample)")
     # A conversation's later turns continue from what the policy itself wrote earlier
     # (what it meets at inference); `reference` conditions them on the reference turns.
     history: Literal["policy", "reference"] = Field(

@@ -66,7 +66,6 @@ class GRPOJob:
     seed: int
     schema: dict | None = None                    # craftc.ir.Schema as JSON, for consistency/judge
     api_factory: str = "runtime.world.api:WarehouseApi"
-    measure_rows: int = 32                        # training rows measured before and after (seeded sample)
 
     STEP_KEYS = ("model_dir", "instances", "warehouse", "out_dir")
 
@@ -498,7 +497,7 @@ def train_grpo(job: GRPOJob) -> dict:
     with SandboxPool(job.workers, job.warehouse, limits, job.api_factory, warmup=warmup) as sandbox:
         rows, plays = build_rows(job, sandbox, tasks)
         # The measured rows: a seeded sample across workflows, the same before and after.
-        probe = [plays[r["row_key"]] for r in random.Random(job.seed).sample(rows, min(job.measure_rows, len(rows)))]
+        probe = [plays[r["row_key"]] for r in random.Random(job.seed).sample(rows, min(job.stage["measure"], len(rows)))]
         before = measure(job, model, tokenizer, sandbox, probe, terms)
         before_sampled = measure(job, model, tokenizer, sandbox, probe, terms, samples=group)
         sampled: dict[str, int] = {}

@@ -13,7 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["GGUFError", "resolve_gguf", "convert_gguf"]
+__all__ = ["GGUFError", "resolve_gguf", "convert_gguf", "use_chatml_training_template"]
 
 
 class GGUFError(RuntimeError):
@@ -43,6 +43,23 @@ def resolve_gguf(path: str, root: Path | None = None) -> Path:
     return file
 
 
+def use_chatml_training_template(tokenizer) -> bool:
+    """Give a ChatML model without `{% generation %}` markers craft's ChatML training template.
+
+    SmolLM2's own template renders ChatML (`<|im_start|>role ... <|im_end|>`) but marks no
+    assistant span, and TRL has no training variant of it, so neither SFT's labels nor
+    GRPO's masks could be built. The tiny_moe template renders the same tokens, with the
+    markers. Returns whether the template was replaced.
+    """
+    from runtime.train.tiny_moe import CHAT_TEMPLATE
+
+    template = tokenizer.chat_template or ""
+    if "<|im_start|>" in template and "generation" not in template and tokenizer.eos_token == "<|im_end|>":
+        tokenizer.chat_template = CHAT_TEMPLATE
+        return True
+    return False
+
+
 def convert_gguf(gguf_file: Path, out_dir: Path) -> Path:
     """De-quantize a `.gguf` model and its tokenizer into a model directory (written atomically)."""
     if importlib.util.find_spec("gguf") is None:
@@ -55,7 +72,13 @@ def convert_gguf(gguf_file: Path, out_dir: Path) -> Path:
     if tmp.exists():
         shutil.rmtree(tmp)
     tokenizer = AutoTokenizer.from_pretrained(str(gguf_file.parent), gguf_file=gguf_file.name)
+    use_chatml_training_template(tokenizer)
     model = AutoModelForCausalLM.from_pretrained(str(gguf_file.parent), gguf_file=gguf_file.name)
+    # The weights are de-quantized to float32 already; the gguf quantizer that loaded them
+    # would refuse to save ("not serializable"), and a later load needs none.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
     model.save_pretrained(str(tmp))
     tokenizer.save_pretrained(str(tmp))
     if out_dir.exists():
