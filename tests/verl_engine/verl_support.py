@@ -40,9 +40,13 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def warehouse(tmp_path_factory) -> Path:
-    from tests.agent.warehouse import make_warehouse
+    import importlib.util
 
-    return make_warehouse(tmp_path_factory.mktemp("world") / "warehouse.duckdb")
+    # Loaded by path: a package installed with verl claims the top-level name `tests`.
+    spec = importlib.util.spec_from_file_location("agent_warehouse", ROOT / "tests/agent/warehouse.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.make_warehouse(tmp_path_factory.mktemp("world") / "warehouse.duckdb")
 
 
 @pytest.fixture(scope="session")

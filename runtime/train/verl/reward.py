@@ -25,7 +25,6 @@ from runtime.train.verl.tool import _pool
 
 __all__ = ["CraftRewardManager", "compute_score"]
 
-_SANDBOX_OVERRIDE: dict = {}      # tests hand in a sandbox here
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, plan_dir=None, aggregate=None,
@@ -41,7 +40,7 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, plan
     turns = extra_info.get(POLICY_TURNS)
     if turns is None:
         turns = [solution_str] if extra_info.get("craft_solution_is_policy_only") else []
-    sandbox = _SANDBOX_OVERRIDE.get("sandbox") or _pool({"workers": 2})
+    sandbox = _pool({"workers": 2})
     return score_policy_turns(list(turns), extra_info, ground_truth, sandbox, spec, terms, fmt)
 
 
