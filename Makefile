@@ -1,6 +1,7 @@
 # The two everyday commands:
 #   make run    set up, then compile and run the ads recipe end to end on CPU
 #   make test   set up, then run the test suite
+#   make test-verl  the verl engine's CPU tests, in their own environment (.venv-verl)
 # Set-up is a local virtual environment (.venv) with the CPU build of torch pinned,
 # plus the node packages (editors/package-lock.json) that test the editor grammar.
 
@@ -11,7 +12,7 @@ PROFILE ?= default
 STAMP  := $(VENV)/.installed
 NODE_TOOLS := editors/node_modules/.package-lock.json
 
-.PHONY: setup run smoke test clean
+.PHONY: setup run smoke test test-verl clean
 
 setup: $(STAMP) $(NODE_TOOLS)
 
@@ -35,6 +36,27 @@ smoke:
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# verl 0.9.1 pins transformers <5.11 and craft's TRL path needs >=5.23, so the verl tests
+# get their own environment: the CPU torch first (verl keeps it), then the `verl` extra's
+# packages and craft's own light dependencies, then craft itself without its TRL stack.
+VERL_VENV  := .venv-verl
+VERL_STAMP := $(VERL_VENV)/.installed
+VERL_PACKAGES := $(shell $(PYTHON) -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+	heavy = ('torch', 'transformers', 'trl', 'accelerate', 'datasets', 'tokenizers'); \
+	core = [d for d in p['dependencies'] if not d.startswith(heavy)]; \
+	print(' '.join(repr(d) for d in core + p['optional-dependencies']['verl'] + ['pytest>=8']))")
+
+$(VERL_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VERL_VENV)
+	$(VERL_VENV)/bin/pip install --quiet --upgrade pip
+	$(VERL_VENV)/bin/pip install --quiet torch==2.13.0
+	$(VERL_VENV)/bin/pip install --quiet $(VERL_PACKAGES)
+	$(VERL_VENV)/bin/pip install --quiet --no-deps -e .
+	touch $(VERL_STAMP)
+
+test-verl: $(VERL_STAMP)
+	PYTHONPATH=$(CURDIR) $(VERL_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/verl_engine
 
 clean:
 	rm -rf build runs

@@ -389,6 +389,37 @@ CODES: dict[str, CodeInfo] = {
                "On GPUs the process count is `gpus`, and `parallel none` is a single process.",
                "stage sft { parallel none  gpus 0  processes 4 }",
                "stage sft { parallel ddp  gpus 0  processes 4 }"),
+    "E513": _c("model parallelism does not divide the GPUs",
+               "A stage with `engine verl` has GPUs (`gpus` x `nodes`) that are not a multiple of "
+               "`tensor_parallel` x `pipeline_parallel` x `context_parallel`, an `expert_parallel` that does "
+               "not divide the GPUs of one pipeline stage, or a `rollout_tensor_parallel` that does not "
+               "divide the GPUs of a node.",
+               "Megatron and the rollout engine carve the GPUs into equal groups; verl's validate_config "
+               "refuses the job after the cluster has started.",
+               "stage grpo { engine verl  parallel megatron  gpus 8  nodes 1  tensor_parallel 3 }",
+               "stage grpo { engine verl  parallel megatron  gpus 8  nodes 1  tensor_parallel 4 }"),
+    "E514": _c("rollouts per step do not divide over the GPUs",
+               "With `engine verl`, a step's rollouts (`batch`, that is batch / group prompts x group) are not "
+               "a multiple of the data-parallel GPUs (all GPUs with FSDP; GPUs / (TP x PP x CP) x "
+               "`per_device_batch` with Megatron).",
+               "verl splits every step's rollouts evenly over the data-parallel ranks.",
+               "stage grpo { engine verl  group 8  batch 60  gpus 8 }",
+               "stage grpo { engine verl  group 8  batch 64  gpus 8 }"),
+    "E515": _c("micro-batch does not divide the per-GPU batch",
+               "With `engine verl`, `per_device_batch` (verl's ppo and log-prob micro-batch per GPU) is larger "
+               "than, or does not divide, the rollouts each data-parallel rank gets per step.",
+               "verl runs each rank's share of the step in whole micro-batches.",
+               "stage grpo { engine verl  batch 64  gpus 8  per_device_batch 3 }",
+               "stage grpo { engine verl  batch 64  gpus 8  per_device_batch 2 }"),
+    "E516": _c("setting or value of another training engine",
+               "A stage sets something its training engine does not have: a verl-only setting "
+               "(`tensor_parallel`, `advantage`, `tool_format`, ...) on an `engine trl` stage, a `trl { }` "
+               "block, `rollout transformers`, `rollout vllm, server`, `parallel ddp`/`zero3` or `gpus 0` on "
+               "an `engine verl` stage, or `rollout sglang` / `parallel megatron` where TRL trains.",
+               "Each engine lowers a stage to its own launcher; a setting the engine never reads would "
+               "silently do nothing.",
+               "stage grpo { engine trl  tensor_parallel 4 }",
+               "stage grpo { engine verl  parallel megatron  tensor_parallel 4  rollout vllm  gpus 8 }"),
     # ------------------------------------------------------------ importing schemas (craftc import)
     "E901": _c("import source does not exist",
                "The database, SQL file or dbt project named for `craftc import` is not there.",

@@ -25,7 +25,7 @@ __all__ = [
     "STAGE_MODELS", "EvalSpec", "Recipe", "Plan",
     "TeacherKind", "BuiltinJudgeKind", "JudgeKind", "ToolKind", "GateName", "RewardComponent",
     "StageKind", "Arm", "InputMode", "MaskRole", "ExecutionReject", "OutputReject", "ModelSource",
-    "TrlValue", "TEACHER_KINDS", "BUILTIN_JUDGES", "JUDGE_KINDS", "TOOL_KINDS", "GATE_ORDER",
+    "TrlValue", "Engine", "AdvantageEstimator", "ToolFormat", "ENGINES", "VERL_ONLY", "TEACHER_KINDS", "BUILTIN_JUDGES", "JUDGE_KINDS", "TOOL_KINDS", "GATE_ORDER",
     "REWARD_COMPONENTS", "STAGE_KINDS", "ARMS", "INPUT_MODES", "ARM_INPUT",
 ]
 
@@ -182,6 +182,14 @@ MaskRole = Literal["tool_outputs", "system", "user"]
 ExecutionReject = Literal["error", "syntax", "timeout"]
 OutputReject = Literal["empty", "incomplete", "mismatch"]
 ModelSource = Literal["tiny_moe", "path", "hub", "gguf"]
+Engine = Literal["trl", "verl"]
+# verl 0.9.1's advantage estimators (verl.trainer.ppo.core_algos.AdvantageEstimator) that
+# need no critic, and its tool-call parsers (verl.experimental.agent_loop.tool_parser)
+# plus `craft`: the recipe's own <CODE> block (runtime.train.verl.tool_parser).
+# tests/verl checks both lists against the installed verl.
+AdvantageEstimator = Literal["grpo", "gdpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline",
+                             "remax", "opo", "grpo_passk", "gpg"]
+ToolFormat = Literal["craft", "hermes", "gpt-oss", "qwen3_coder", "glm", "seed", "minimax", "kimi"]
 TrlValue = str | int | float | bool
 
 TEACHER_KINDS: tuple[str, ...] = get_args(TeacherKind)
@@ -197,17 +205,20 @@ INPUT_MODES: tuple[str, ...] = get_args(InputMode)
 ARM_INPUT: dict[str, str] = {"craft": "stripped", "sft_only": "stripped", "stuffed": "stuffed"}
 
 
-def _surface(key: str | None = None, type: str | None = None, shown: str | None = None) -> dict:
+def _surface(key: str | None = None, type: str | None = None, shown: str | None = None,
+             engine: str | None = None) -> dict:
     """How a field is written in a recipe, when that differs from the field itself.
 
     ``key`` is the recipe key (``timeout`` for ``timeout_s``), ``type`` the surface type
     when the Python type does not say it (``duration``, ``fraction``, ``env``,
     ``string_or_env``, ``model_ref``, ``rollout``, ``reject``, ``block``, ``name``) and
     ``shown`` the default as the docs state it when the field has none of its own.
+    ``engine`` marks a grpo setting only that training engine reads (E516 elsewhere).
     Fields with a ``description`` are recipe settings; ``craftc.check.setting_keys``
     builds the settings table from them.
     """
-    return {k: v for k, v in (("key", key), ("type", type), ("shown", shown)) if v is not None}
+    return {k: v for k, v in (("key", key), ("type", type), ("shown", shown), ("engine", engine))
+            if v is not None}
 
 
 # ---------------------------------------------------------------- distillation
@@ -375,8 +386,8 @@ class StageBase(Node):
     per_device_batch: int = Field(8, ge=1, description="examples per device per forward pass")
     max_length: int = Field(1024, ge=16, description="max tokens per training example")
     # scale
-    parallel: Literal["none", "ddp", "fsdp2", "zero3"] = Field("none",
-                                                                description="distributed strategy")
+    parallel: Literal["none", "ddp", "fsdp2", "zero3", "megatron"] = Field(
+        "none", description="distributed strategy (`megatron`: grpo stages with `engine verl` only)")
     gpus: int = Field(0, ge=0, le=1024, description="GPUs per node (0 = CPU)")
     nodes: int = Field(1, ge=1, le=4096, description="machines")
     processes: int = Field(1, ge=1, le=256, description="training processes per node on CPU "
@@ -404,9 +415,10 @@ class GRPOStage(StageBase):
     max_new_tokens: int = Field(256, ge=1, description="grpo: tokens per generated turn")
     temperature: float = Field(1.0, gt=0, le=5, description="grpo: sampling temperature")
     beta: float = Field(0.0, ge=0, description="grpo: KL coefficient")
-    rollout: Literal["transformers", "vllm"] = Field(
+    rollout: Literal["transformers", "vllm", "sglang"] = Field(
         "transformers", description="grpo: generation engine, optionally with the vllm mode "
-        "(`rollout vllm, server`)", json_schema_extra=_surface(type="rollout"))
+        "(`rollout vllm, server`); `engine verl` takes vllm or sglang",
+        json_schema_extra=_surface(type="rollout"))
     vllm_mode: Literal["colocate", "server"] = Field("colocate", description="grpo: how vLLM runs")
     measure: int = Field(32, ge=0, le=100000, description="grpo: training rows measured before and "
                          "after training, greedily and with `group` samples each (a seeded sample)")
@@ -415,10 +427,36 @@ class GRPOStage(StageBase):
     history: Literal["policy", "reference"] = Field(
         "policy", description="grpo: the history a conversation's later turns are generated on: the "
         "policy's own earlier turns, or the reference turns")
+    engine: Engine = Field("trl", description="grpo: training engine: `trl` (GRPOTrainer under accelerate) "
+                           "or `verl` (verl's main_ppo on a Ray cluster; docs/training.md)")
+    # verl only: Megatron model parallelism, the rollout replicas and verl's own choices.
+    tensor_parallel: int = Field(1, ge=1, le=64, description="grpo, verl: Megatron tensor-parallel size",
+                                 json_schema_extra=_surface(engine="verl"))
+    pipeline_parallel: int = Field(1, ge=1, le=64, description="grpo, verl: Megatron pipeline-parallel size",
+                                   json_schema_extra=_surface(engine="verl"))
+    context_parallel: int = Field(1, ge=1, le=64, description="grpo, verl: Megatron context-parallel size",
+                                  json_schema_extra=_surface(engine="verl"))
+    expert_parallel: int = Field(1, ge=1, le=256, description="grpo, verl: Megatron expert-parallel size "
+                                 "(MoE)", json_schema_extra=_surface(engine="verl"))
+    rollout_tensor_parallel: int = Field(1, ge=1, le=64, description="grpo, verl: tensor-parallel size of "
+                                         "each vLLM/SGLang rollout replica",
+                                         json_schema_extra=_surface(engine="verl"))
+    advantage: AdvantageEstimator = Field(
+        "grpo", description="grpo, verl: advantage estimator (`gdpo` normalises each reward component "
+        "within its group)", json_schema_extra=_surface(engine="verl"))
+    tool_format: ToolFormat = Field(
+        "craft", description="grpo, verl: how tool calls are parsed (`craft`: the recipe's <CODE> block; "
+        "or a verl parser such as hermes, gpt-oss)", json_schema_extra=_surface(engine="verl"))
+    max_tool_response: int = Field(2048, ge=16, le=1_000_000, description="grpo, verl: characters of a tool "
+                                   "response the model sees", json_schema_extra=_surface(engine="verl"))
 
 
 Stage = Annotated[SFTStage | GRPOStage, Field(discriminator="kind")]
 STAGE_MODELS: dict[str, type[StageBase]] = {"sft": SFTStage, "grpo": GRPOStage}
+ENGINES: tuple[str, ...] = get_args(Engine)
+# GRPO fields only `engine verl` reads (their json_schema_extra says so).
+VERL_ONLY: tuple[str, ...] = tuple(name for name, info in GRPOStage.model_fields.items()
+                                   if (info.json_schema_extra or {}).get("engine") == "verl")
 
 
 class EvalSpec(Node):

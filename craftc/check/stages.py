@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from craftc.check.budget import stuffed_prompt_estimate
+from craftc.check.engines import check_engine
 from craftc.check.names import report_duplicates, unknown_name
 from craftc.diagnostics import DiagnosticSink
 from craftc.ir import GRPOStage, ModelSpec, Recipe, Stage
@@ -30,6 +31,7 @@ def check_stages(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None
         _check_processes(s, block, sink)
         _check_batch(s, block, sink)
         _check_mask(s, block, sink)
+        check_engine(s, block, sink)
     _check_cycles(recipe.stages, blocks, sink)
     _check_budget(decl, recipe, blocks, models, sink)
 
@@ -93,7 +95,9 @@ def _per_node(s: Stage) -> tuple[int, str]:
 def _check_batch(s: Stage, block: Block | None, sink) -> None:
     per_node, what = _per_node(s)
     devices = s.per_device_batch * per_node * s.nodes
-    if s.batch % devices:
+    # verl splits a step over its data-parallel ranks its own way (craftc.check.engines, E514).
+    verl = isinstance(s, GRPOStage) and s.engine == "verl"
+    if s.batch % devices and not verl:
         sink.error("E504", f"stage `{s.name}`: batch {s.batch} is not a multiple of "
                    f"per_device_batch {s.per_device_batch} x {per_node} {what} x "
                    f"{s.nodes} node(s) = {devices}",

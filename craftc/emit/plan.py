@@ -21,6 +21,7 @@ from craftc.emit.errors import EmitError
 from craftc.emit.prompts import render_prompts, split_turn_template
 from craftc.emit.specs import gates_spec, input_builder_spec, masking_spec, reward_spec
 from craftc.emit.stages import accelerate_yaml, launch_script, trl_config_json
+from craftc.emit.verl import verl_files
 from craftc.ir import Plan, Recipe
 from craftc.version import __version__
 
@@ -100,6 +101,9 @@ def render_plan_files(recipe: Recipe, solution_sources: Mapping[str, str]) -> di
     files.update(_solutions(recipe, solution_sources))
     for stage in recipe.stages:
         base = f"stages/{stage.name}"
+        if getattr(stage, "engine", "trl") == "verl":
+            files.update({f"{base}/{name}": _text(text) for name, text in verl_files(recipe, stage).items()})
+            continue
         files[f"{base}/trl_config.json"] = _text(trl_config_json(recipe, stage))
         files[f"{base}/accelerate.yaml"] = _text(accelerate_yaml(recipe, stage))
         files[f"{base}/launch.sh"] = _text(launch_script(recipe, stage))

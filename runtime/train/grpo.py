@@ -555,6 +555,9 @@ def run_grpo(ctx):
     from runtime.train.stages import grpo_stage
 
     stage = grpo_stage(ctx.plan.recipe)
+    if stage.engine == "verl":
+        from runtime.train.verl.step import run_verl_step
+        return run_verl_step(ctx)
     if ctx.launch:     # a launch by hand runs where the engine and GPUs are: check here only when training here
         try:
             preflight({"parallel": stage.parallel, "gpus": stage.gpus, "rollout": stage.rollout})
