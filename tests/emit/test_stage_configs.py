@@ -21,7 +21,7 @@ def test_sft_kwargs_build_a_real_sft_config(tmp_path, recipe):
     from trl import SFTConfig
 
     config = SFTConfig(output_dir=str(tmp_path), **trl_config(recipe, recipe.stages[0]))
-    assert config.assistant_only_loss is True
+    assert config.assistant_only_loss is False     # labels come from specs/masking.json (runtime.train.masking)
     assert config.use_cpu is True and config.bf16 is False
     assert config.num_train_epochs == 1.0 and config.learning_rate == 3e-4
 

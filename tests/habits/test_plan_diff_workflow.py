@@ -34,7 +34,7 @@ def test_a_changed_plan_is_posted_as_markdown_and_is_not_a_failure(tmp_path):
     assert done.returncode == 0, done.stderr
     assert comment.startswith("<!-- craft-plan-diff -->\n## craft plan diff against `HEAD~1`")
     assert "### craft plan diff:" in comment and "```diff" in comment
-    assert "! stage.sft {" in comment and "epochs: 1.0 -> 2.0" in comment
+    assert "! stage sft { epochs 1 -> 2 }" in comment
     assert "**Plan: 0 to add, 1 to change, 0 to remove.**" in comment
     assert outputs == "changed=true\n"
 
