@@ -165,7 +165,8 @@ def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict]:
             messages.append({"role": "user", "content": wording.render_user(turn.ask)})
             result = sandbox.run(turn.reference_code, task.params)
             key = f"{task.id}/{t}"
-            references[key] = result.result_frame if result.ok else None
+            # A hidden reference shapes the prompt's history, never the reward.
+            references[key] = result.result_frame if result.ok and turn.reference_visible else None
             rows.append({"prompt": [dict(m) for m in messages], "ask": turn.ask, "reference_key": key,
                          "params_json": json.dumps(task.params, sort_keys=True, default=str),
                          "expectations_json": json.dumps(list(turn.expectations), sort_keys=True)})
@@ -173,6 +174,15 @@ def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict]:
             messages += [{"role": "assistant", "content": reference_turn},
                          {"role": "tool", "content": wording.render_tool(tool_output_text(ExecRecord.from_result(result)))}]
     return rows[: job.max_rows], references
+
+
+def outcome_sources(rows: list[dict]) -> dict[str, int]:
+    """How many rows' R_outcome compares with a reference result, and how many is the
+    share of checks passed (references hidden, or turns with checks only)."""
+    from craftc.ir import REFERENCE_KINDS
+
+    by_reference = sum(any(e["kind"] in REFERENCE_KINDS for e in json.loads(r["expectations_json"])) for r in rows)
+    return {"reference": by_reference, "checks": len(rows) - by_reference}
 
 
 def completion_room(job: GRPOJob, tokenizer, tasks) -> dict:
@@ -444,6 +454,7 @@ def train_grpo(job: GRPOJob) -> dict:
         "before_sampled": before_sampled, "after_sampled": after_sampled,
         "wall_s": round(time.time() - started, 1), "completion_room": room,
         "sandbox_redacted": sandbox.redactions,    # secret values cut out of tool output (docs/sandbox.md)
+        "outcome_judged_by": outcome_sources(rows),
     }
     if trainer.is_world_process_zero():
         with open(out / "metrics.jsonl.tmp", "w") as fh:
