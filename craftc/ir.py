@@ -361,10 +361,6 @@ class Reward(Node):
         description="`name weight` pairs subtracted per occurrence",
         json_schema_extra=_surface(type="block"))
     step_rewards: bool = Field(True, description="reward each tool turn, not only the last")
-    # Off by default: a group of samples from one policy agrees on its own mistakes.
-    agreement: float = Field(0.0, ge=0, le=1, description="without a visible reference: share of "
-                             "R_outcome given to agreeing with the majority result of the GRPO group "
-                             "(docs/rewards.md)", json_schema_extra=_surface(type="fraction"))
 
 
 # ---------------------------------------------------------------- training
