@@ -38,7 +38,7 @@ SCOPE = "source.craft"
 DECLARATIONS = ("schema", "recipe", "entity", "metric", "workflow", "conversation", "tool", "format",
                 "teacher", "judge", "gate", "reward", "model", "stage", "profile", "eval")
 MEMBERS = ("version", "doc", "deprecated", "table", "key", "ref", "field", "nullable", "column", "scale",
-           "uses", "ask", "param", "solution", "expect", "turn")
+           "uses", "ask", "param", "solution", "expect", "check", "turn")
 OPERATOR_WORDS = ("in", "from", "one_of", "or")
 FUNCTIONS = ("env",)
 # Declarations whose next word is the name being declared (`entity Campaign`).

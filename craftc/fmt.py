@@ -252,7 +252,7 @@ class _Printer:
             return "uses " + ", ".join(
                 f"metric {u.children[0]}" if u.data == "use_metric" else str(u.children[0])
                 for u in c)
-        if rule == "expect":
+        if rule in ("expect", "check"):
             return self.expect(node)
         if rule == "turn":
             return self.turn(node)
@@ -280,8 +280,9 @@ class _Printer:
         return f"{name}(" + ", ".join(map(str, args)) + ")" if args else str(name)
 
     def expect(self, node: Tree) -> str:
+        """An ``expect`` or ``check`` line, one space between words."""
         kind = node.children[0]
-        words = ["expect", "same_rows_as solution" if kind.type == "SAME_ROWS_AS" else str(kind)]
+        words = [node.data, "same_rows_as solution" if kind.type == "SAME_ROWS_AS" else str(kind)]
         for a in node.children[1:]:
             if a.data == "name_list":
                 words.append("(" + ", ".join(map(str, a.children)) + ")")

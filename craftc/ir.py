@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "Span", "Node",
     "FieldType", "EntityField", "EntityRef", "EntityKey", "Entity", "Metric", "Schema",
-    "Param", "Expectation", "Turn", "Workflow",
+    "Param", "CheckValue", "Expectation", "Turn", "Workflow", "CheckOp", "CHECK_OPS", "REFERENCE_KINDS",
     "Tool", "BlockFormat", "Teacher", "Judge", "ExecutionGate", "OutputGate",
     "JudgeGate", "Gates", "Reward", "ModelSpec", "StageBase", "SFTStage", "GRPOStage", "Stage",
     "STAGE_MODELS", "EvalSpec", "Recipe", "Plan",
@@ -134,22 +134,55 @@ class Param(Node):
     field: str | None = None
 
 
-class Expectation(Node):
-    """How a result is judged against the reference solution's result."""
+CheckOp = Literal["==", "!=", "<", "<=", ">", ">=", "between", "within_days"]
+CHECK_OPS: tuple[str, ...] = get_args(CheckOp)
 
-    kind: Literal["same_rows_as_solution", "columns", "row_count", "nonempty"]
+
+class CheckValue(Node):
+    """A check's operand: a literal, or the value of one of the workflow's params."""
+
+    literal: str | float | None = None
+    param: str | None = None
+
+
+class Expectation(Node):
+    """How a result is judged: against the reference result, or on its own (a check).
+
+    ``same_rows_as_solution`` compares with the reference solution's result; every
+    other kind is a property the result must have by itself (``check`` lines and the
+    shape ``expect`` lines), so it needs no reference: ``columns``; ``row_count``
+    (bounds, literal or a param); ``nonempty``; ``sorted_by`` (``columns`` in order,
+    ``descending``); ``values`` (every value of ``column`` satisfies ``op`` with
+    ``operands``); ``subset_of_previous`` (every row, on ``columns`` or the shared
+    columns, is a row of the previous turn's result).
+    """
+
+    kind: Literal["same_rows_as_solution", "columns", "row_count", "nonempty", "sorted_by", "values",
+                  "subset_of_previous"]
     ordered: bool = False
     tolerance: float = 1e-6
     columns: tuple[str, ...] = ()
     min_rows: int | None = None
     max_rows: int | None = None
+    min_rows_param: str | None = None
+    max_rows_param: str | None = None
+    descending: bool = False
+    column: str | None = None
+    op: CheckOp | None = None
+    operands: tuple[CheckValue, ...] = ()
+
+
+REFERENCE_KINDS: tuple[str, ...] = ("same_rows_as_solution",)
 
 
 class Turn(Node):
-    """One analyst question (with alternative phrasings) and its reference solution."""
+    """One analyst question (with alternative phrasings), its reference solution and checks.
+
+    ``solution`` is None when the turn is judged by its checks alone (no reference).
+    """
 
     asks: tuple[str, ...]            # phrasings; the first is canonical
-    solution: str                    # path inside the plan dir: solutions/<workflow>/<n>.py
+    solution: str | None = None      # path inside the plan dir: solutions/<workflow>/<n>.py
     expectations: tuple[Expectation, ...] = ()
 
 
@@ -297,6 +330,11 @@ class ExecutionGate(Node):
 class OutputGate(Node):
     reject: tuple[OutputReject, ...] = Field(get_args(OutputReject),
                                              description="output problems rejected")
+    # Only where no reference is visible: candidates of one instance turn are grouped by
+    # result and only a cluster holding this share of the voters is accepted.
+    agree: float = Field(0.6, ge=0, le=1, description="without a visible reference: share of an "
+                         "instance turn's candidates (those that ran and passed every check) whose "
+                         "results must agree for that result to be accepted", json_schema_extra=_surface(type="fraction"))
 
 
 class JudgeGate(Node):
@@ -493,6 +531,10 @@ class Recipe(Node):
         'relative to where `craftc run` runs, or env("VAR"))',
         json_schema_extra=_surface(type="string_or_env"))
     warehouse_env: str | None = None
+    references: Literal["visible", "hidden"] = Field(
+        "visible", description="`hidden` runs the recipe as if no workflow had a reference solution: "
+        "the gate, rewards and eval judge by checks and agreement (the synthetic teacher still reads "
+        "the solutions)")
     schema_: Schema = Field(alias="schema")
     workflows: tuple[Workflow, ...] = ()
     tools: tuple[Tool, ...] = ()

@@ -17,6 +17,7 @@ from craftc.check.setting_keys import BLOCK_KEYS
 from craftc.check.settings import merge_settings, resolve_settings
 from craftc.check.trl_block import lower_trl_block
 from craftc.diagnostics import DiagnosticSink, did_you_mean
+from craftc.result_checks import lower_check
 from craftc.ir import (
     BUILTIN_JUDGES, GATE_ORDER, JUDGE_KINDS, STAGE_KINDS, STAGE_MODELS, TEACHER_KINDS, TOOL_KINDS,
     BlockFormat, Entity, EntityField, EntityKey, EntityRef, EvalSpec, ExecutionGate,
@@ -30,7 +31,7 @@ from craftc.syntax import (
 
 __all__ = [
     "snake_case", "lower_schema", "lower_recipe", "apply_profile", "LoweringContext",
-    "render_expr", "SCALAR_TYPES", "GATE_ORDER", "BUILTIN_JUDGES", "DEFAULT_TOOLS",
+    "render_expr", "lower_expectation", "lower_expect_line", "SCALAR_TYPES", "GATE_ORDER", "BUILTIN_JUDGES", "DEFAULT_TOOLS",
 ]
 
 SCALAR_TYPES: tuple[str, ...] = get_args(ScalarKind)
@@ -236,11 +237,12 @@ def _lower_workflow(w: WorkflowDecl, ctx: LoweringContext) -> Workflow:
     # Extra `solution` lines of a single-turn workflow are reported by the checker (E306).
     decl_turns = w.turns[:1] if w.kind == "workflow" else w.turns
     for n, t in enumerate(decl_turns, start=1):
-        plan_path = f"solutions/{w.name}/{n}.py"
+        plan_path = None
         if t.solution is not None:
+            plan_path = f"solutions/{w.name}/{n}.py"
             ctx.solution_sources[plan_path] = (ctx.recipe_dir / t.solution.python).resolve()
         turns.append(Turn(asks=tuple(a.python for a in t.asks), solution=plan_path,
-                          expectations=tuple(e for e in map(lower_expectation, t.expects) if e),
+                          expectations=tuple(e for e in map(lower_expect_line, t.expects) if e),
                           span=t.span))
     return Workflow(
         name=w.name, kind=w.kind, doc="\n".join(w.docs),
@@ -263,6 +265,11 @@ def _lower_param(p: ParamDecl) -> Param:
 
 
 EXPECT_KINDS = ("same_rows", "same_rows_as", "columns", "min_rows", "max_rows", "nonempty")
+
+
+def lower_expect_line(e: ExpectDecl) -> Expectation | None:
+    """IR of an ``expect`` or a ``check`` line, or None when it is malformed."""
+    return lower_check(e) if e.line == "check" else lower_expectation(e)
 
 
 def lower_expectation(e: ExpectDecl) -> Expectation | None:

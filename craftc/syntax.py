@@ -21,7 +21,7 @@ __all__ = [
     "WorkflowDecl", "ProfileDecl", "RecipeDecl", "SourceFile", "ToSyntax",
 ]
 
-ValueKind = Literal["string", "number", "duration", "percent", "name", "env"]
+ValueKind = Literal["string", "number", "duration", "percent", "name", "env", "param", "compare"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ class Value:
             return parse_duration(self.text)
         if self.kind == "percent":
             return float(self.text[:-1]) / 100.0
+        if self.kind == "param":
+            return self.text[1:-1]
         return self.text
 
 
@@ -172,10 +174,13 @@ class ParamDecl:
 
 @dataclass(frozen=True)
 class ExpectDecl:
+    """An ``expect`` line, or (``line == "check"``) a ``check`` line."""
+
     kind: str
     kind_span: Span
     args: tuple[Value | tuple[str, ...], ...]
     span: Span
+    line: Literal["expect", "check"] = "expect"
 
 
 @dataclass(frozen=True)
@@ -332,6 +337,14 @@ class ToSyntax(Transformer):
 
     def name_list(self, c):
         return tuple(str(t) for t in c)
+
+    @v_args(meta=True)
+    def param_ref(self, meta, c):
+        return Value("param", str(c[0]), self._ts(c[0]))
+
+    @v_args(meta=True)
+    def compare(self, meta, c):
+        return Value("compare", str(c[0]), self._ts(c[0]))
 
     # ------------------------------------------------------------ blocks and settings
 
@@ -524,6 +537,10 @@ class ToSyntax(Transformer):
         kind_tok = c[0]
         kind = "same_rows_as" if kind_tok.type == "SAME_ROWS_AS" else str(kind_tok)
         return ExpectDecl(kind, self._ts(kind_tok), tuple(c[1:]), self._span(meta))
+
+    @v_args(meta=True)
+    def check(self, meta, c):
+        return ExpectDecl(str(c[0]), self._ts(c[0]), tuple(c[1:]), self._span(meta), line="check")
 
     @v_args(meta=True)
     def turn(self, meta, c):

@@ -27,8 +27,26 @@ def check_config(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None
     judges = report_duplicates(((b.name, b.name_span) for b in _blocks(decl, "judge")),
                                "judge", sink)
     _check_gates(decl, recipe, judges, sink)
+    _check_synthetic_sources(decl, recipe, sink)
     _check_reward(decl, recipe, sink)
     _check_eval(decl, recipe, sink)
+
+
+def _check_synthetic_sources(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None:
+    """E409: the synthetic teacher derives candidates from solutions, so every turn needs one."""
+    if recipe.teacher.kind != "synthetic":
+        return
+    teacher = next((b for b in _blocks(decl, "teacher")), None)
+    for workflow in recipe.workflows:
+        for n, turn in enumerate(workflow.turns, start=1):
+            if turn.solution is None:
+                where = f"turn {n} of `{workflow.name}`" if workflow.kind == "conversation" else f"`{workflow.name}`"
+                sink.error("E409", f"the synthetic teacher has no reference solution to build candidates "
+                           f"from for {where}", turn.span or workflow.span,
+                           "add a `solution`, or use a real teacher (`teacher openai { ... }`); "
+                           + ("`teacher synthetic` is set here" if teacher is not None else
+                              "the default teacher is synthetic"))
+                return
 
 
 def _check_gates(decl: RecipeDecl, recipe: Recipe, judges: dict, sink: DiagnosticSink) -> None:

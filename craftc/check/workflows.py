@@ -8,7 +8,8 @@ from pathlib import Path
 from craftc.check.names import report_duplicates, unknown_name, where
 from craftc.check.solution_sql import missing_reads, schema_views, views_key
 from craftc.diagnostics import DiagnosticSink, did_you_mean, span_at
-from craftc.ir import Schema, Span
+from craftc.check.result_checks import check_turn_checks
+from craftc.ir import REFERENCE_KINDS, Schema, Span
 from craftc.lower import EXPECT_KINDS, lower_expectation
 from craftc.syntax import ParamDecl, RecipeDecl, TurnDecl, WorkflowDecl
 
@@ -86,8 +87,11 @@ def _check_workflow(w: WorkflowDecl, index: _SchemaIndex, root: Path, sink: Diag
                    w.turns[1].solution.span,
                    "keep one `solution`; a multi-turn dialogue is a `conversation`")
     asked: set[str] = set()
-    for t in w.turns[:1] if w.kind == "workflow" else w.turns:
+    declared = {p.name: p for p in w.params}
+    field_types = {p.name: _field_type(p, index) for p in w.params if p.kind == "column"}
+    for n, t in enumerate(w.turns[:1] if w.kind == "workflow" else w.turns):
         asked.update(_check_turn(w, t, params, index, root, sink, sources))
+        check_turn_checks(w, n, declared, field_types, sink)
     for p in w.params:
         if p.name not in asked:
             sink.warning("W302", f"param `{p.name}` of `{w.name}` appears in no question",
@@ -153,15 +157,32 @@ def _check_turn(w: WorkflowDecl, t: TurnDecl, params: dict[str, Span], index: _S
                 span = span_at(a.span.file, a.span.line, a.span.col + max(offset, 0), len(slot) + 2)
                 unknown_name("E301", "template slot", slot, span, params, sink,
                              fallback=f"declare `param {slot} ...` in `{w.name}`")
-    if t.solution is None:
-        sink.error("E306", f"`{w.name}` has no solution", t.span if w.kind == "conversation"
-                   else w.name_span, 'add `solution "path/to/solution.py"` (relative to the recipe)')
-    else:
+    checks = [e for e in t.expects if e.line == "check"]
+    if t.solution is None and not checks:
+        sink.error("E306", f"`{w.name}` has neither a solution nor checks", t.span if w.kind == "conversation"
+                   else w.name_span, 'add `solution "path/to/solution.py"` (relative to the recipe), or '
+                   '`check ...` lines the result must pass (`check columns (a, b)`, `check all x >= 0`)')
+    elif t.solution is not None:
         _check_solution(w, t, params, index, root, sink, sources)
     for e in t.expects:
-        if lower_expectation(e) is None:
+        if e.line == "check":
+            continue
+        lowered = lower_expectation(e)
+        if lowered is None:
             _bad_expectation(e, sink)
+        elif lowered.kind in REFERENCE_KINDS and t.solution is None and checks:
+            sink.error("E306", f"`expect {e.kind}` in `{w.name}` compares with a reference solution, "
+                       "and this turn has none", e.span,
+                       'add `solution "path.py"`, or drop the line: without a reference the checks '
+                       "and the candidates' agreement decide")
     return used
+
+
+def _field_type(p: ParamDecl, index: _SchemaIndex) -> str:
+    """The schema type of a column param's source field ("" when unknown)."""
+    entity = index.entities.get(p.entity)
+    field = next((f for f in entity.fields if f.name == p.field), None) if entity else None
+    return field.type.kind if field else ""
 
 
 def _check_solution(w: WorkflowDecl, t: TurnDecl, params: dict[str, Span], index: _SchemaIndex,

@@ -62,6 +62,8 @@ def _solutions(recipe: Recipe, solution_sources: Mapping[str, str]) -> dict[str,
     files, missing = {}, []
     for workflow in recipe.workflows:
         for turn in workflow.turns:
+            if turn.solution is None:       # judged by its checks alone
+                continue
             if turn.solution in solution_sources:
                 files[turn.solution] = _text(solution_sources[turn.solution])
             else:

@@ -34,6 +34,7 @@ class TaskTurn:
     reference_code: str = ""
     reference_plan: str = ""
     expectations: tuple[dict, ...] = ()
+    reference_visible: bool = True        # False: the rewards and eval judge by checks
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class AgentTask:
                 reference_code=_first(t, "code", "reference_code", "solution_code", default="") or "",
                 reference_plan=_first(t, "plan", "reference_plan", "solution_plan", default="") or "",
                 expectations=tuple(dict(e) for e in expectations),
+                reference_visible=bool(t.get("reference_visible", True)),
             ))
         return cls(
             id=str(_first(data, "id", "instance_id", default=where)),

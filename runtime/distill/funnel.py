@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from runtime.distill.noise import INTENDED_GATE
+from runtime.distill.oracle import oracle_table
 
 __all__ = ["build_funnel", "funnel_markdown", "print_funnel"]
 
@@ -55,6 +56,9 @@ def build_funnel(outcomes: list[dict[str, Any]], candidates: dict[str, dict[str,
                 if "clean" in candidates[o["candidate_id"]]["metadata"]]
     if labelled:
         funnel["confusion"] = _confusion(labelled, order)
+    oracle = oracle_table(outcomes, candidates)
+    if oracle:
+        funnel["oracle"] = oracle
     return funnel
 
 
@@ -112,6 +116,7 @@ def funnel_markdown(funnel: dict[str, Any]) -> str:
             lines.append(f"| {row['kind']} | {row['intended'] or '-'} | {row['total']} | {cells} | {row['accepted']} |")
         lines += ["", f"Corrupted rejected: {confusion['corrupted_rejected']}/{confusion['corrupted']}"
                       f" ({confusion['corrupted_rejected_rate']}); clean rejected rate: {confusion['clean_rejected_rate']}."]
+    lines += _agreement_markdown(funnel.get("agreement")) + _oracle_markdown(funnel.get("oracle"))
     lines += ["", "## Examples", ""]
     for g in funnel["gates"]:
         for reason, examples in g["examples"].items():
@@ -119,6 +124,35 @@ def funnel_markdown(funnel: dict[str, Any]) -> str:
                 lines += [f"**{g['gate']} / {reason}** `{example['candidate_id']}`: {example['reason']}", "",
                           "```", example["text"].replace("```", "'''"), "```", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _agreement_markdown(agreement: dict[str, Any] | None) -> list[str]:
+    if not agreement:
+        return []
+    return ["", "## Agreement (no visible reference)", "",
+            f"{agreement['instance_turns']} instance turns voted; {agreement['agreed']} agreed on a result "
+            f"(at least {agreement['threshold']:.0%} of the candidates that passed every check, and at least "
+            f"{agreement['min_agreeing']}); {agreement['set_aside']} set aside ({agreement['set_aside_rate']:.1%})."]
+
+
+def _cell(value) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _oracle_markdown(oracle: dict[str, Any] | None) -> list[str]:
+    if not oracle:
+        return []
+    lines = ["", "## Reference-free acceptance against the hidden references", "",
+             "`oracle` is what the gate decides with the reference visible. Precision: accepted candidates "
+             "the oracle accepts too; recall: oracle-accepted candidates accepted.", "",
+             "| kind | total | accepted | oracle accepted | precision | recall | oracle-rejected rejected "
+             "| oracle-accepted rejected | set aside |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in oracle["rows"]:
+        lines.append(f"| {r['kind']} | {r['total']} | {r['accepted']} | {r['oracle_accepted']} | "
+                     f"{_cell(r['precision'])} | {_cell(r['recall'])} | {_cell(r['oracle_rejected_rejected_rate'])} | "
+                     f"{_cell(r['oracle_accepted_rejected_rate'])} | {r['set_aside']} |")
+    return lines
 
 
 def print_funnel(funnel: dict[str, Any], console: Console) -> None:
@@ -140,6 +174,14 @@ def print_funnel(funnel: dict[str, Any], console: Console) -> None:
             matrix.add_row(row["kind"], row["intended"] or "-", str(row["total"]),
                            *(f"{row['first'][g]} ({row['would'][g]})" for g in gates), str(row["accepted"]))
         console.print(matrix)
+    agreement, oracle = funnel.get("agreement"), funnel.get("oracle")
+    if agreement:
+        console.print(f"agreement: {agreement['agreed']}/{agreement['instance_turns']} instance turns agreed, "
+                      f"{agreement['set_aside']} set aside ({agreement['set_aside_rate']:.1%})")
+    if oracle:
+        console.print(f"against the hidden references: precision {_cell(oracle['precision'])}, recall "
+                      f"{_cell(oracle['recall'])}, oracle-rejected rejected {_cell(oracle['oracle_rejected_rejected_rate'])}, "
+                      f"oracle-accepted rejected {_cell(oracle['oracle_accepted_rejected_rate'])}")
 
 
 def dumps(funnel: dict[str, Any]) -> str:

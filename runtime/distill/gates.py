@@ -7,7 +7,11 @@
 - **output** rejects ``incomplete`` (a missing, empty or unclosed block, or no
   ``result``), ``empty`` (zero rows) and ``mismatch`` (the result fails the turn's
   expectations against the reference solution's result for the same instance,
-  computed once per instance turn).
+  computed once per instance turn). Where no reference is visible (``references
+  hidden``, or a turn with checks only) ``mismatch`` means: ``check`` (the result
+  fails one of the turn's checks), ``disagree`` (it is outside the majority result
+  of the instance turn's candidates) or ``no_agreement`` (no result reached the
+  ``agree`` share: the instance turn is set aside), see `agreement`.
 - **judge** asks the judge ensemble (see `judges`).
 
 Every gate of the recipe's order is evaluated for every candidate (cheap once the
@@ -31,7 +35,7 @@ from craftc.ir import BlockFormat, Expectation, Recipe
 from runtime.distill.blocks import parse_turn
 from runtime.distill.judges import JudgeCase, JudgeEnsemble
 
-__all__ = ["GateCase", "GateOutcome", "TriGate", "sandbox_limits", "execution_rejection"]
+__all__ = ["GateCase", "GateOutcome", "TriGate", "sandbox_limits", "execution_rejection", "decide_first"]
 
 _EXEC_CLASSES = {
     "SyntaxError": "syntax",
@@ -60,6 +64,8 @@ class GateCase:
     ask: str
     params: dict[str, Any]
     expectations: tuple[Expectation, ...] = ()
+    instance_params: dict[str, Any] = field(default_factory=dict)   # every param, for checks
+    reference_visible: bool = True
 
 
 @dataclass
@@ -81,6 +87,17 @@ class GateOutcome:
                 "reason_class": self.reason_class, "reason": self.reason,
                 "would_reject": self.would_reject, "reasons": self.reasons,
                 "judges": self.judges, "execution": self.execution}
+
+
+def decide_first(outcome: GateOutcome, order: tuple[str, ...]) -> GateOutcome:
+    """Set ``accepted``, ``gate`` and the reason from ``would_reject``: the first gate in order."""
+    outcome.accepted, outcome.gate, outcome.reason_class, outcome.reason = True, None, None, ""
+    for gate in order:
+        if outcome.would_reject.get(gate):
+            outcome.accepted, outcome.gate = False, gate
+            outcome.reason_class, outcome.reason = outcome.would_reject[gate], outcome.reasons.get(gate, "")
+            break
+    return outcome
 
 
 def sandbox_limits(recipe: Recipe):
@@ -126,6 +143,11 @@ class TriGate:
         self.gates = recipe.gates
         self.ensemble = ensemble or JudgeEnsemble.from_recipe(recipe)
         self.references: dict[tuple[str, int], Any] = {}
+        # Without a visible reference: the results that vote on each instance turn.
+        self.voters: dict[tuple[str, int], list[tuple[str, Any]]] = {}
+        # Result frames by candidate, kept only to measure against hidden references.
+        self.keep_frames = False
+        self.frames: dict[str, Any] = {}
 
     def run_references(self, jobs: dict[tuple[str, int], tuple[str, dict]]) -> dict[tuple[str, int], str]:
         """Execute each instance turn's reference code once; returns the ones that failed."""
@@ -148,10 +170,18 @@ class TriGate:
         if "empty" in reject and result is not None and result.ok and result.result_rows == 0:
             return "empty", "the result has no rows"
         if "mismatch" in reject and result is not None and result.ok and case.expectations:
+            from runtime.workflows import check_result
+            if not case.reference_visible:
+                # Checks alone; `subset_of previous` and agreement wait for the whole
+                # instance turn (runtime.distill.agreement).
+                checks = [e for e in case.expectations if e.kind != "subset_of_previous"]
+                check = check_result(result.result_frame, None, checks, case.instance_params)
+                return ("check", "; ".join(check.reasons[:3])) if not check.passed else None
             reference = self.references.get((case.instance_id, case.turn))
             if reference is not None and reference.ok:
-                from runtime.workflows import check_result
-                check = check_result(result.result_frame, reference.result_frame, case.expectations)
+                previous = self.references.get((case.instance_id, case.turn - 1))
+                check = check_result(result.result_frame, reference.result_frame, case.expectations,
+                                     case.instance_params, previous.result_frame if previous is not None else None)
                 if not check.passed:
                     return "mismatch", "; ".join(check.reasons[:3])
         return None
@@ -216,7 +246,11 @@ class TriGate:
             outcome.would_reject[gate] = answer[0] if answer else None
             if answer:
                 outcome.reasons[gate] = answer[1]
-                if outcome.accepted:
-                    outcome.accepted, outcome.gate = False, gate
-                    outcome.reason_class, outcome.reason = answer
+        decide_first(outcome, self.gates.order)
+        frame = result.result_frame if result is not None and result.ok else None
+        if frame is not None and not case.reference_visible and "mismatch" in self.gates.output.reject \
+                and not answers["execution"] and not answers["output"]:
+            self.voters.setdefault((case.instance_id, case.turn), []).append((case.candidate_id, frame))
+        if frame is not None and self.keep_frames:
+            self.frames[case.candidate_id] = frame
         return outcome

@@ -82,6 +82,9 @@ def _requests(recipe, instances: list[dict], system: str, seed: int):
                  "plan": turn["plan"], "code": turn["code"],
                  "alternatives": {k: list(v) for k, v in alternatives[instance["workflow"]].items()}}))
             keys.append((instance, index))
+            if not turn["code"]:     # no reference: the follow-up question comes after the question
+                history = list(messages)
+                continue
             history = [*messages, {"role": "assistant", "content": f"<{recipe.format.plan}>\n{turn['plan']}\n"
                                    f"</{recipe.format.plan}>\n<{recipe.format.code}>\n{turn['code']}\n</{recipe.format.code}>"}]
     return requests, keys
@@ -100,7 +103,8 @@ def run_distill(ctx: StepContext) -> StepResult:
     con = duckdb.connect(str(_warehouse(ctx)), read_only=True)
     try:
         # Through ctx.artifact, so the manifest names every solution file the step read.
-        solutions = {turn.solution: ctx.artifact(turn.solution) for wf in recipe.workflows for turn in wf.turns}
+        solutions = {turn.solution: ctx.artifact(turn.solution) for wf in recipe.workflows for turn in wf.turns
+                     if turn.solution is not None}
         instances = make_instances(recipe, con, ctx.seed, per_workflow, solution_sources=solutions)
     except (InstanceError, SolutionError) as err:
         raise StepError(str(err)) from None
@@ -143,17 +147,26 @@ def run_distill(ctx: StepContext) -> StepResult:
 
 
 def gate_candidates(recipe, instances: list[dict], candidates: list[dict], pool, console=None,
-                    ensemble=None) -> tuple[list[dict], dict]:
-    """Run the Tri-Gate over candidate records; returns outcome dicts and reference failures."""
+                    ensemble=None, report: dict | None = None) -> tuple[list[dict], dict]:
+    """Run the Tri-Gate over candidate records; returns outcome dicts and reference failures.
+
+    Instance turns whose reference is visible are judged against it (and skipped when
+    it fails or returns no rows); the others by their checks and the candidates'
+    agreement. ``report``, when given, receives the funnel's ``agreement`` section.
+    """
+    from runtime.distill.agreement import settle_agreement
     from runtime.distill.gates import GateCase, TriGate
     from runtime.workflows import InstanceTurn
 
     by_id = {i["instance_id"]: i for i in instances}
     gate = TriGate(recipe, pool, ensemble)
+    gate.keep_frames = report is not None and "oracle" in report
     jobs = {}
     for c in candidates:
         instance = by_id[c["instance_id"]]
-        jobs[(c["instance_id"], c["turn"])] = (instance["turns"][c["turn"]]["code"], instance["params"])
+        turn = instance["turns"][c["turn"]]
+        if turn.get("reference_visible", True):
+            jobs[(c["instance_id"], c["turn"])] = (turn["code"], instance["params"])
     failed_refs = gate.run_references(jobs)
     unusable = dict(failed_refs)
     for key, result in gate.references.items():
@@ -168,10 +181,12 @@ def gate_candidates(recipe, instances: list[dict], candidates: list[dict], pool,
         if key not in turns:  # many candidates share an instance turn: parse its reference once
             instance = by_id[c["instance_id"]]
             turn = InstanceTurn.from_dict(instance["turns"][c["turn"]])
-            turns[key] = (turn, relevant_params(turn.code, instance["params"]))
+            params = relevant_params(turn.code, instance["params"]) if turn.reference_visible else \
+                asked_params(instance, c["turn"])
+            turns[key] = (turn, params)
         turn, params = turns[key]
         cases.append(GateCase(c["candidate_id"], c["instance_id"], c["turn"], c["text"], turn.ask,
-                              params, turn.expectations))
+                              params, turn.expectations, by_id[c["instance_id"]]["params"], turn.reference_visible))
     outcomes = []
     with Progress(console=console, transient=True, disable=console is None) as progress:
         task = progress.add_task("Tri-Gate", total=len(cases))
@@ -179,8 +194,26 @@ def gate_candidates(recipe, instances: list[dict], candidates: list[dict], pool,
         for chunk in gate.run_chunks(chunks):
             outcomes += [o.to_dict() for o in chunk]
             progress.advance(task, len(chunk))
+    if gate.voters:
+        checks = {key: turn.expectations for key, (turn, _) in turns.items()}
+        agreement = settle_agreement(outcomes, gate.voters, checks, {k: v["params"] for k, v in by_id.items()},
+                                     recipe.gates.output.agree, recipe.gates.order)
+        if report is not None:
+            report["agreement"] = agreement
+    if report is not None and "oracle" in report:
+        from runtime.distill.oracle import measure_with_hidden_references
+        report["oracle"] = measure_with_hidden_references(recipe, instances, candidates, outcomes, gate)
     return outcomes, {"instance_turns": {f"{k[0]}/t{k[1] + 1}": v for k, v in sorted(unusable.items())},
                       "candidates": len(skipped)}
+
+
+def asked_params(instance: dict, turn: int) -> dict[str, Any]:
+    """The params a turn's question or an earlier one mentions (a reference-free
+    stand-in for `relevant_params`: a conversation keeps earlier turns' constraints)."""
+    from runtime.workflows import format_value
+
+    asks = " ".join(t["ask"] for t in instance["turns"][: turn + 1])
+    return {name: value for name, value in instance["params"].items() if format_value(value) in asks}
 
 
 def relevant_params(reference_code: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -225,12 +258,18 @@ def run_gate(ctx: StepContext) -> StepResult:
                            warmup=warmup_jobs(instances))
     except SandboxError as err:
         raise StepError(f"cannot start the sandbox for the execution gate: {err}") from None
+    hidden = any(not t.get("reference_visible", True) and t["code"] for i in instances for t in i["turns"])
+    report: dict = {"oracle": None} if hidden else {}
     with pool:
-        outcomes, failed_refs = gate_candidates(recipe, instances, candidates, pool, ctx.console)
+        outcomes, failed_refs = gate_candidates(recipe, instances, candidates, pool, ctx.console, report=report)
     wall = time.monotonic() - started
     by_id = {c["candidate_id"]: c for c in candidates}
     funnel = build_funnel(outcomes, by_id, recipe.gates.order)
     funnel["skipped"] = failed_refs
+    if report.get("agreement"):
+        funnel["agreement"] = report["agreement"]
+    if report.get("oracle") and "oracle" in funnel:
+        funnel["oracle"]["references"] = report["oracle"]
     accepted = [{**by_id[o["candidate_id"]], "execution": o["execution"]} for o in outcomes if o["accepted"]]
     _write_jsonl(ctx.out_dir / "outcomes.jsonl", outcomes)
     _write_jsonl(ctx.out_dir / "accepted.jsonl", accepted)
@@ -246,6 +285,10 @@ def run_gate(ctx: StepContext) -> StepResult:
     if "confusion" in funnel:
         metrics["corrupted_rejected_rate"] = funnel["confusion"]["corrupted_rejected_rate"]
         metrics["clean_rejected_rate"] = funnel["confusion"]["clean_rejected_rate"]
+    if "agreement" in funnel:
+        metrics["set_aside_rate"] = funnel["agreement"]["set_aside_rate"]
+    if "oracle" in funnel:
+        metrics["oracle_precision"], metrics["oracle_recall"] = funnel["oracle"]["precision"], funnel["oracle"]["recall"]
     return StepResult(metrics=metrics, outputs=("funnel.json", "funnel.md", "accepted.jsonl", "outcomes.jsonl"))
 
 

@@ -43,10 +43,13 @@ def score_episode(episode: Episode, task: AgentTask, references: list, terms=Non
         references: Reference result frame per turn (None where the reference failed).
         terms: ``SchemaTerms`` for plan/code agreement (None scores 0).
     """
+    finals = {t.index: t.final_frame for t in episode.turns if t.final_ok}
     for turn in episode.turns:
         spec = task.turns[turn.index]
+        # `subset_of previous` compares with the agent's own previous answer.
         turn.passed = turn.final_ok and passes_expectations(turn.final_frame, references[turn.index],
-                                                              spec.expectations)
+                                                              spec.expectations, task.params,
+                                                              finals.get(turn.index - 1))
         last = next((c for c in reversed(turn.calls) if c.code), None)
         turn.consistency = plan_code_agreement(last.plan, last.code, terms) if (last and terms) else 0.0
         if turn.index > 0:

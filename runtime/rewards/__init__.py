@@ -3,7 +3,7 @@
 See docs/rewards.md for the exact definition of each component.
 """
 
-from runtime.rewards.composite import TurnContext, passes_expectations, score_turn
+from runtime.rewards.composite import TurnContext, checks_passed_share, passes_expectations, score_turn
 from runtime.rewards.consistency import code_entities, consistency_reward, plan_code_agreement
 from runtime.rewards.judge import ddl_leaks, judge_reward, params_honoured
 from runtime.rewards.outcome import outcome_reward
@@ -16,6 +16,6 @@ from runtime.rewards.total import total
 __all__ = [
     "COMPONENTS", "CodeFindings", "RewardSpec", "RewardSpecError", "SchemaTerms", "TurnContext",
     "code_entities", "consistency_reward", "ddl_leaks", "inspect_code", "judge_reward", "literal_values",
-    "outcome_reward", "params_honoured", "parse_queries", "passes_expectations", "plan_code_agreement",
+    "outcome_reward", "params_honoured", "parse_queries", "passes_expectations", "checks_passed_share", "plan_code_agreement",
     "process_reward", "redundant_joins", "score_turn", "sql_strings", "total",
 ]

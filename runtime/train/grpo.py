@@ -182,7 +182,8 @@ def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict[str
     rows, plays = [], {}
     for task in tasks:
         refs = [next(results) for _ in task.turns]
-        frames = [r.result_frame if r.ok else None for r in refs]
+        # A hidden reference shapes a prompt's history (history reference), never the reward.
+        frames = [r.result_frame if r.ok and turn.reference_visible else None for r, turn in zip(refs, task.turns)]
         expectations = [list(turn.expectations) for turn in task.turns]
         messages = [{"role": "system", "content": job.system_prompt}]
         if job.stage["history"] == "policy":
@@ -200,6 +201,17 @@ def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict[str
     for key, play in plays.items():
         rows.append({"prompt": play.prompt, "workflow": play.workflow, "row_key": key})
     return rows, plays
+
+
+def outcome_sources(plays: dict[str, RolloutTask]) -> dict[str, int]:
+    """How many played turns' R_outcome compares with a reference result, and how many is
+    the share of checks passed (references hidden, or turns with checks only)."""
+    from craftc.ir import REFERENCE_KINDS
+
+    turns = [(expectations, frame) for p in plays.values() for expectations, frame in zip(p.expectations, p.references)]
+    by_reference = sum(frame is not None and any(e["kind"] in REFERENCE_KINDS for e in expectations)
+                       for expectations, frame in turns)
+    return {"reference": by_reference, "checks": len(turns) - by_reference}
 
 
 def completion_room(job: GRPOJob, tokenizer, tasks) -> dict:
@@ -527,6 +539,7 @@ def train_grpo(job: GRPOJob) -> dict:
         "before_sampled": before_sampled, "after_sampled": after_sampled,
         "wall_s": round(time.time() - started, 1), "completion_room": room,
         "sandbox_redacted": sandbox.redactions,    # secret values cut out of tool output (docs/sandbox.md)
+        "outcome_judged_by": outcome_sources(plays),
     }
     if trainer.is_world_process_zero():
         with open(out / "metrics.jsonl.tmp", "w") as fh:

@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from craftc.ir import Expectation
+from craftc.ir import REFERENCE_KINDS, Expectation
+from runtime.workflows.checks import CHECK_KINDS_AT_RUNTIME, judge_check
 
-__all__ = ["CheckResult", "check_result", "normalise_frame"]
+__all__ = ["CheckResult", "check_result", "check_share", "normalise_frame"]
 
 MAX_REASONS = 5  # a long list of row mismatches hides the first, most useful one
 
@@ -44,14 +45,17 @@ class CheckResult:
 
 
 def check_result(
-    actual: Any, reference: Any, expectations: Iterable[Expectation]
+    actual: Any, reference: Any, expectations: Iterable[Expectation],
+    params: dict[str, Any] | None = None, previous: Any = None,
 ) -> CheckResult:
     """Check ``actual`` against every expectation (and ``reference`` where one needs it).
 
     Args:
         actual: The result the code under test assigned (a DataFrame, a Series, or None).
         reference: The reference solution's result for the same params.
-        expectations: The turn's expectations.
+        expectations: The turn's expectations and checks.
+        params: The instance's param values, for checks that name a ``{param}``.
+        previous: The previous turn's result, for ``subset_of_previous`` (None: not judged).
 
     Returns:
         A ``CheckResult``; ``reasons`` is empty exactly when ``passed``.
@@ -60,10 +64,27 @@ def check_result(
     actual_frame, problem = _as_frame(actual, "the result")
     if problem:
         return CheckResult(False, [problem])
+    previous_frame = _as_frame(previous, "")[0] if previous is not None else None
     reasons: list[str] = []
     for expectation in expectations:
-        reasons.extend(_check_one(actual_frame, reference, expectation))
+        reasons.extend(_check_one(actual_frame, reference, expectation, params or {}, previous_frame))
     return CheckResult(not reasons, reasons)
+
+
+def check_share(actual: Any, expectations: Iterable[Expectation], params: dict[str, Any] | None = None,
+                previous: Any = None) -> tuple[int, int]:
+    """``(passed, total)`` over the checks among ``expectations`` (those needing no reference).
+
+    A result that is not a DataFrame passes none. The comparison with a reference is
+    not counted: this is the share R_outcome uses where no reference is visible.
+    """
+    checks = [e for e in expectations if e.kind not in REFERENCE_KINDS]
+    frame, problem = _as_frame(actual, "the result")
+    if problem:
+        return 0, len(checks)
+    previous_frame = _as_frame(previous, "")[0] if previous is not None else None
+    passed = sum(not _check_one(frame, None, e, params or {}, previous_frame) for e in checks)
+    return passed, len(checks)
 
 
 def _as_frame(value: Any, what: str) -> tuple[pd.DataFrame | None, str | None]:
@@ -76,26 +97,22 @@ def _as_frame(value: Any, what: str) -> tuple[pd.DataFrame | None, str | None]:
     return None, f"{what} is a {type(value).__name__}, not a DataFrame; assign a DataFrame to `result`"
 
 
-def _check_one(actual: pd.DataFrame, reference: Any, expectation: Expectation) -> list[str]:
+def _check_one(actual: pd.DataFrame, reference: Any, expectation: Expectation, params: dict[str, Any],
+               previous: pd.DataFrame | None) -> list[str]:
     if expectation.kind == "nonempty":
         return [] if len(actual) else ["the result is empty; expected at least one row"]
-    if expectation.kind == "row_count":
-        return _check_row_count(actual, expectation)
     if expectation.kind == "columns":
         return _check_columns(actual, expectation.columns)
+    if expectation.kind in CHECK_KINDS_AT_RUNTIME:
+        missing = [p for p in (expectation.min_rows_param, expectation.max_rows_param) if p and p not in params]
+        missing += [v.param for v in expectation.operands if v.param is not None and v.param not in params]
+        if missing:
+            return [f"the check needs param `{missing[0]}`, which the instance does not have"]
+        return judge_check(actual, expectation, params, previous)
     reference_frame, problem = _as_frame(reference, "the reference result")
     if problem:
         return [problem]
     return _check_same_rows(actual, reference_frame, expectation)
-
-
-def _check_row_count(actual: pd.DataFrame, expectation: Expectation) -> list[str]:
-    rows = len(actual)
-    if expectation.min_rows is not None and rows < expectation.min_rows:
-        return [f"the result has {rows} rows; expected at least {expectation.min_rows}"]
-    if expectation.max_rows is not None and rows > expectation.max_rows:
-        return [f"the result has {rows} rows; expected at most {expectation.max_rows}"]
-    return []
 
 
 def _check_columns(actual: pd.DataFrame, required: Sequence[str]) -> list[str]:

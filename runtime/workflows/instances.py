@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from craftc.ir import EvalSpec, Expectation, Param, Recipe, Schema, Workflow
+from craftc.ir import REFERENCE_KINDS, EvalSpec, Expectation, Param, Recipe, Schema, Workflow
 from runtime.workflows.solutions import format_value, load_solution_text, render_solution
 
 __all__ = [
@@ -62,9 +62,13 @@ class InstanceTurn:
     ask: str
     phrasing_index: int
     phrasings: int                    # how many phrasings the turn has
-    plan: str
+    plan: str                         # "" when the turn has no reference solution
     code: str
     expectations: tuple[Expectation, ...] = ()
+    # False when the recipe hides references (or the turn has none): the gate, the
+    # rewards and eval then judge by checks, and the expectations hold no comparison
+    # with the reference.
+    reference_visible: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,6 +78,7 @@ class InstanceTurn:
             "plan": self.plan,
             "code": self.code,
             "expectations": [e.model_dump(mode="json") for e in self.expectations],
+            "reference_visible": self.reference_visible,
         }
 
     @classmethod
@@ -85,6 +90,7 @@ class InstanceTurn:
             plan=data["plan"],
             code=data["code"],
             expectations=tuple(Expectation.model_validate(e) for e in data["expectations"]),
+            reference_visible=data.get("reference_visible", True),
         )
 
 
@@ -266,6 +272,10 @@ def make_instances(
 
     Returns:
         Instances ordered by workflow (recipe order) then index; ids are ``<workflow>-<index>``.
+        With ``references hidden`` (or a turn without a solution) a turn's
+        ``reference_visible`` is False and its expectations hold only checks; the plan
+        and code are still rendered where a solution exists (the synthetic teacher
+        builds candidates from them).
     """
     root = Path(solution_root)
     sources = {key: Path(value) for key, value in (solution_sources or {}).items()}
@@ -277,7 +287,8 @@ def make_instances(
         for index in range(per_workflow):
             params = _distinct_params(workflow, seed, index, con, recipe.schema_, cache, used)
             turns = tuple(
-                _render_turn(workflow, turn_index, index, params, recipe.eval, root, sources, texts)
+                _render_turn(workflow, turn_index, index, params, recipe.eval, root, sources, texts,
+                             hidden=recipe.references == "hidden")
                 for turn_index in range(len(workflow.turns))
             )
             instances.append(Instance(workflow.name, f"{workflow.name}-{index:04d}", params, turns))
@@ -296,21 +307,26 @@ def _distinct_params(workflow, seed, index, con, schema, cache, used: set[str]) 
     return params
 
 
-def _render_turn(workflow, turn_index, index, params, eval_spec, root: Path, sources, texts) -> InstanceTurn:
+def _render_turn(workflow, turn_index, index, params, eval_spec, root: Path, sources, texts,
+                 hidden: bool = False) -> InstanceTurn:
     turn = workflow.turns[turn_index]
     phrasing = _phrasing_for(index, workflow, len(turn.asks), eval_spec)
-    path = sources.get(turn.solution) or root / turn.solution
-    key = str(path)
-    if key not in texts:
-        texts[key] = load_solution_text(path)
-    plan, code = render_solution(texts[key], params, name=turn.solution)
+    plan, code = "", ""
+    if turn.solution is not None:
+        path = sources.get(turn.solution) or root / turn.solution
+        key = str(path)
+        if key not in texts:
+            texts[key] = load_solution_text(path)
+        plan, code = render_solution(texts[key], params, name=turn.solution)
+    visible = turn.solution is not None and not hidden
     return InstanceTurn(
         ask=render_ask(turn.asks[phrasing], params, workflow.name),
         phrasing_index=phrasing,
         phrasings=len(turn.asks),
         plan=plan,
         code=code,
-        expectations=turn.expectations,
+        expectations=tuple(e for e in turn.expectations if visible or e.kind not in REFERENCE_KINDS),
+        reference_visible=visible,
     )
 
 
