@@ -325,6 +325,11 @@ CODES: dict[str, CodeInfo] = {
                "An LLM judge needs a model to ask.",
                "judge biz { kind llm }",
                'judge biz { kind llm  backend { kind openai  model "m" } }'),
+    "E409": _c("R_judge names no llm judge",
+               "`reward { judge_llm NAME }` names a judge that is not declared with `kind llm`.",
+               "R_judge asks that judge's model about GRPO rollouts; a deterministic judge is already part of R_judge.",
+               "reward { judge 0.2  judge_llm plan_code }",
+               'judge business { kind llm  backend { kind openai  model "m" } }\nreward { judge 0.2  judge_llm business }'),
     # ------------------------------------------------------------ stages, models, budget
     "E501": _c("stage reads an unknown stage",
                "`from NAME` names a stage the recipe does not declare.",

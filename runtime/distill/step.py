@@ -200,12 +200,25 @@ def gated_recipe(ctx: StepContext):
     The spec holds the judge ensemble resolved by the compiler (names to kinds, weights,
     backends), so the gate never re-derives it from the recipe.
     """
+    return _gate_spec(ctx)[0]
+
+
+def _gate_spec(ctx: StepContext):
+    """(recipe as gated, llm judge prompts by judge name), both from the plan's files."""
     from craftc.ir import Gates, Judge
 
     spec = json.loads(ctx.artifact("specs/gates.json").read_text(encoding="utf-8"))
-    judges = tuple(Judge.model_validate(j) for j in spec["judge"]["judges"])
+    entries = spec["judge"]["judges"]
+    judges = tuple(Judge.model_validate({k: v for k, v in j.items() if k != "prompt"}) for j in entries)
+    prompts = {j["name"]: ctx.artifact(j["prompt"]).read_text(encoding="utf-8") for j in entries if "prompt" in j}
     gates = Gates.model_validate({**spec, "judge": {**spec["judge"], "judges": [j.name for j in judges]}})
-    return ctx.plan.recipe.model_copy(update={"gates": gates, "judges": judges})
+    return ctx.plan.recipe.model_copy(update={"gates": gates, "judges": judges}), prompts
+
+
+def judge_cache_dir(ctx: StepContext, setting: str) -> Path:
+    """The llm judges' verdict cache: ``gate judge { cache DIR }``, relative to the run dir."""
+    path = Path(setting)
+    return path if path.is_absolute() else ctx.run_dir / path
 
 
 def run_gate(ctx: StepContext) -> StepResult:
@@ -215,18 +228,29 @@ def run_gate(ctx: StepContext) -> StepResult:
     from runtime.sandbox import SandboxError, SandboxPool, sandbox_workers
     from runtime.workflows import warmup_jobs
 
-    recipe = gated_recipe(ctx)
+    from runtime.distill.judges import JudgeEnsemble, JudgeError
+    from runtime.distill.teachers import TeacherError
+
+    recipe, prompts = _gate_spec(ctx)
     distill = ctx.input_dir("distill")
     instances = json.loads((distill / "instances.json").read_text(encoding="utf-8"))
     candidates = _read_jsonl(distill / "candidates.jsonl")
     started = time.monotonic()
+    try:
+        ensemble = JudgeEnsemble.from_recipe(recipe, prompts=prompts,
+                                             cache_dir=judge_cache_dir(ctx, recipe.gates.judge.cache))
+    except (JudgeError, TeacherError) as err:
+        raise StepError(str(err)) from None
     try:
         pool = SandboxPool(sandbox_workers(recipe, ctx.console), _warehouse(ctx), sandbox_limits(recipe), API_FACTORY,
                            warmup=warmup_jobs(instances))
     except SandboxError as err:
         raise StepError(f"cannot start the sandbox for the execution gate: {err}") from None
     with pool:
-        outcomes, failed_refs = gate_candidates(recipe, instances, candidates, pool, ctx.console)
+        try:
+            outcomes, failed_refs = gate_candidates(recipe, instances, candidates, pool, ctx.console, ensemble)
+        except TeacherError as err:     # an llm judge's endpoint went away: what it answered is cached
+            raise StepError(str(err)) from None
     wall = time.monotonic() - started
     by_id = {c["candidate_id"]: c for c in candidates}
     funnel = build_funnel(outcomes, by_id, recipe.gates.order)
@@ -243,6 +267,10 @@ def run_gate(ctx: StepContext) -> StepResult:
                "candidates_per_s": round(len(outcomes) / wall, 1) if wall else None,
                "skipped_unusable_reference": failed_refs["candidates"]}
     metrics["sandbox"] = sandbox_record(pool, outcomes)
+    if "judges" in funnel:
+        metrics["judges"] = funnel["judges"]["per_judge"]
+    if "repairs" in funnel:
+        metrics["repairs"] = funnel["repairs"]
     if "confusion" in funnel:
         metrics["corrupted_rejected_rate"] = funnel["confusion"]["corrupted_rejected_rate"]
         metrics["clean_rejected_rate"] = funnel["confusion"]["clean_rejected_rate"]
