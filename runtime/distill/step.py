@@ -120,23 +120,48 @@ def run_distill(ctx: StepContext) -> StepResult:
                 for candidate in teacher.generate(batch):
                     candidates.append((start + candidate.request_index, candidate))
                 progress.advance(task, len(batch))
+        repaired = [(r, c, {}) for r, c in candidates]
+        if recipe.teacher.feedback:
+            repaired = _with_feedback(ctx, teacher, requests, candidates, keys, records)
     except TeacherError as err:
         raise StepError(str(err)) from None
     out = []
-    for request_index, candidate in candidates:
+    for request_index, candidate, extra in repaired:
         instance, turn = keys[request_index]
         out.append({"candidate_id": f"{instance['instance_id']}/t{turn + 1}/c{candidate.candidate_index}",
                     "instance_id": instance["instance_id"], "workflow": instance["workflow"], "turn": turn,
-                    "text": candidate.text, "metadata": candidate.metadata})
+                    "text": candidate.text, "metadata": candidate.metadata, **extra})
     (ctx.out_dir / "instances.json").write_text(json.dumps(records, indent=1, sort_keys=True, default=str) + "\n")
     _write_jsonl(ctx.out_dir / "candidates.jsonl", out)
     wall = time.monotonic() - started
     splits = {name: sum(1 for r in records if r["split"] == name) for name in sorted(set(split_of.values()))}
     ctx.console.print(f"distill: {teacher.name} wrote {len(out)} candidates for {len(requests)} instance turns")
+    repairs = sum(1 for c in out if c["metadata"].get("repairs"))
     return StepResult(metrics={"teacher": teacher.name, "instances": len(records), "splits": splits,
-                               "requests": len(requests), "candidates": len(out),
+                               "requests": len(requests), "candidates": len(out), "repaired": repairs,
                                "candidates_per_s": round(len(out) / wall, 1) if wall else None},
                       outputs=("instances.json", "candidates.jsonl"))
+
+
+def _with_feedback(ctx: StepContext, teacher, requests, candidates, keys, records):
+    """Teacher feedback (``teacher { feedback N }``): failing code goes back to the teacher."""
+    from runtime.distill.datasets import read_turn_templates
+    from runtime.distill.feedback import repair_candidates
+    from runtime.distill.gates import sandbox_limits
+    from runtime.sandbox import SandboxError, SandboxPool, sandbox_workers
+    from runtime.workflows import warmup_jobs
+
+    recipe = ctx.plan.recipe
+    templates = read_turn_templates(ctx.artifact(input_builder(ctx)["turn_template"]).read_text(encoding="utf-8"))
+    params = [keys[r][0]["params"] for r in range(len(requests))]
+    try:
+        pool = SandboxPool(sandbox_workers(recipe, ctx.console), _warehouse(ctx), sandbox_limits(recipe), API_FACTORY,
+                           warmup=warmup_jobs([r for r in records if r["split"] == "train"]))
+    except SandboxError as err:
+        raise StepError(f"cannot start the sandbox for teacher feedback: {err}") from None
+    with pool:
+        return repair_candidates(teacher, requests, candidates, params, pool, recipe, templates["tool"],
+                                 keep_attempts=recipe.teacher.failed_attempts == "masked")
 
 
 # ---------------------------------------------------------------- gate

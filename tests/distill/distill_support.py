@@ -68,3 +68,26 @@ def fresh_run_dir(compiled, tmp_path):
     for name in ("warehouse.duckdb", "manifest.json"):
         shutil.copy(run_dir / "world" / name, copy / "world" / name)
     return plan, plan_dir, copy
+
+
+def compile_variant(root: Path, replace: dict[str, str]) -> tuple:
+    """The mini ads recipe with text replaced, compiled under ``root`` (relative paths kept)."""
+    from craftc.emit.compile import compile_to_dir
+    from craftc.ir import Plan
+
+    repo = FIXTURES.parents[2]
+    root.mkdir(parents=True, exist_ok=True)
+    for name in ("schema_specs", "examples"):
+        if not (root / name).exists():
+            (root / name).symlink_to(repo / name)
+    text = (FIXTURES / "mini_ads.craft").read_text()
+    for old, new in replace.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    recipe = root / "a" / "b" / "c" / "mini.craft"
+    recipe.parent.mkdir(parents=True, exist_ok=True)
+    recipe.write_text(text)
+    plan_dir = root / "plan"
+    compiled = compile_to_dir(recipe, plan_dir)
+    assert compiled.ok, compiled.load.render()
+    return Plan.model_validate_json((plan_dir / "plan.json").read_text()), plan_dir
