@@ -180,7 +180,13 @@ class LlmJudge:
                         failed = future
             if failed is not None:
                 raise self._unreachable(failed.exception()) from None
-        return [out[key] for key in keys]
+        # A prompt asked twice (identical candidates) costs once; the repeat reads the first reply.
+        seen: set[str] = set()
+        answers = []
+        for key in keys:
+            answers.append(out[key] if key not in seen else (out[key][0], _no_cost(), True))
+            seen.add(key)
+        return answers
 
     def _reachable(self) -> None:
         try:
