@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[dev,serve]"
+	$(BIN)/pip install --quiet -e ".[dev,serve,eval]"
 	touch $(STAMP)
 
 # vscode-textmate + vscode-oniguruma, exactly as locked; needs node 18+ and npm.

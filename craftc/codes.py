@@ -355,6 +355,11 @@ CODES: dict[str, CodeInfo] = {
                "The synthetic teacher builds its candidates from reference solutions; it has nothing to start from for a turn that has none (`references hidden` still lets it read them, while the gate and rewards do not).",
                'teacher synthetic { }\nworkflow w { ask "..."  check nonempty }',
                'teacher openai { model "..." base_url env("TEACHER_URL") }   # or add `solution "w.py"`'),
+    "E410": _c("R_judge names no llm judge",
+               "`reward { judge_llm NAME }` names a judge that is not declared with `kind llm`.",
+               "R_judge asks that judge's model about GRPO rollouts; a deterministic judge is already part of R_judge.",
+               "reward { judge 0.2  judge_llm plan_code }",
+               'judge business { kind llm  backend { kind openai  model "m" } }\nreward { judge 0.2  judge_llm business }'),
     # ------------------------------------------------------------ stages, models, budget
     "E501": _c("stage reads an unknown stage",
                "`from NAME` names a stage the recipe does not declare.",

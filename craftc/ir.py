@@ -23,7 +23,7 @@ __all__ = [
     "Tool", "BlockFormat", "Teacher", "Judge", "ExecutionGate", "OutputGate",
     "JudgeGate", "Gates", "Reward", "ModelSpec", "StageBase", "SFTStage", "GRPOStage", "Stage",
     "STAGE_MODELS", "EvalSpec", "Recipe", "Plan",
-    "TeacherKind", "BuiltinJudgeKind", "JudgeKind", "ToolKind", "GateName", "RewardComponent",
+    "TeacherKind", "BuiltinJudgeKind", "JudgeKind", "JudgementKind", "JUDGEMENTS", "ToolKind", "GateName", "RewardComponent",
     "StageKind", "Arm", "InputMode", "MaskRole", "ExecutionReject", "OutputReject", "ModelSource",
     "TrlValue", "Engine", "AdvantageEstimator", "ToolFormat", "ENGINES", "VERL_ONLY", "TEACHER_KINDS", "BUILTIN_JUDGES", "JUDGE_KINDS", "TOOL_KINDS", "GATE_ORDER",
     "REWARD_COMPONENTS", "STAGE_KINDS", "ARMS", "INPUT_MODES", "ARM_INPUT",
@@ -205,6 +205,8 @@ class Workflow(Node):
 TeacherKind = Literal["synthetic", "openai", "hf", "vllm"]
 BuiltinJudgeKind = Literal["plan_code", "prompt_params", "no_ddl_leak"]
 JudgeKind = Literal["plan_code", "prompt_params", "no_ddl_leak", "llm"]
+# What an llm judge's prompt (prompts/judges/<name>.md) asks about.
+JudgementKind = Literal["prompt_plan", "plan_code", "business"]
 ToolKind = Literal["run_code", "list_entities", "describe_entity"]
 GateName = Literal["execution", "output", "judge"]
 RewardComponent = Literal["outcome", "process", "consistency", "judge"]
@@ -228,6 +230,7 @@ TrlValue = str | int | float | bool
 TEACHER_KINDS: tuple[str, ...] = get_args(TeacherKind)
 BUILTIN_JUDGES: tuple[str, ...] = get_args(BuiltinJudgeKind)
 JUDGE_KINDS: tuple[str, ...] = get_args(JudgeKind)
+JUDGEMENTS: tuple[str, ...] = get_args(JudgementKind)
 TOOL_KINDS: tuple[str, ...] = get_args(ToolKind)
 GATE_ORDER: tuple[str, ...] = get_args(GateName)
 REWARD_COMPONENTS: tuple[str, ...] = get_args(RewardComponent)   # also TRL's reward_weights order
@@ -291,6 +294,11 @@ class Teacher(Node):
     max_new_tokens: int = Field(1024, ge=1, description="tokens generated per candidate")
     noise: float = Field(0.5, ge=0, le=1, description="synthetic: share of candidates corrupted",
                          json_schema_extra=_surface(type="fraction"))
+    feedback: int = Field(0, ge=0, le=8, description="repairs the teacher may make after seeing its code's "
+                          "output or error (0: one shot per turn; synthetic: regenerate from the reference)")
+    failed_attempts: Literal["drop", "masked"] = Field(
+        "drop", description="with `feedback`: a repaired trajectory drops its failed attempts, or keeps "
+        "them (and their tool output) as earlier turns masked from the loss")
 
 
 class Judge(Node):
@@ -298,7 +306,10 @@ class Judge(Node):
     kind: JudgeKind = Field(description="judge kind (defaults to the judge's name when that is a kind)",
                             json_schema_extra=_surface(shown="the name"))
     weight: float = Field(1.0, ge=0, description="weight in a `vote weighted` ensemble")
-    rubric: str = Field("", description="llm judges: what to judge")
+    judgement: JudgementKind = Field(
+        "business", description="llm judges: which judgement its prompt asks for: the PLAN against the "
+        "question (`prompt_plan`), the CODE against the PLAN (`plan_code`), or business alignment (`business`)")
+    rubric: str = Field("", description="llm judges: what to judge, added to the judgement's prompt")
     backend: Teacher | None = Field(None, description="llm judges: the model to ask (teacher "
                                     "settings + kind)", json_schema_extra=_surface(type="block"))
 
@@ -345,6 +356,8 @@ class JudgeGate(Node):
         "unanimous", description="how the ensemble decides")
     threshold: float = Field(0.5, ge=0, le=1, description="weighted vote: share of weight needed "
                              "to pass", json_schema_extra=_surface(type="fraction"))
+    cache: str = Field("judge_cache", description="llm judges: directory of the verdict cache, relative to "
+                       "the run dir (or absolute); a rerun asks the model only about what is not cached")
 
 
 class Gates(Node):
@@ -372,6 +385,10 @@ class Reward(Node):
         description="`name weight` pairs subtracted per occurrence",
         json_schema_extra=_surface(type="block"))
     step_rewards: bool = Field(True, description="reward each tool turn, not only the last")
+    judge_llm: str | None = Field(None, description="R_judge: a declared llm judge whose verdict joins the "
+                                  "deterministic checks in GRPO", json_schema_extra=_surface(type="name"))
+    judge_every: int = Field(1, ge=1, le=1000, description="R_judge: ask the llm judge about one question in N "
+                             "(sampled by question, so every rollout of a group is judged alike)")
 
 
 # ---------------------------------------------------------------- training
@@ -510,6 +527,13 @@ class EvalSpec(Node):
     # `tokens` trains the stuffed baseline on the same accepted trajectories for the same
     # number of training tokens (each stuffed example is several times longer, so it sees
     # fewer epochs); `steps` gives it the same examples, epochs and optimiser steps.
+    general: tuple[str, ...] = Field(
+        (), description="general-skill benchmarks (lm-eval task names) run on the base and each trained "
+        "model; the report shows each change with a 95% interval", json_schema_extra=_surface(shown="none"))
+    general_include: str | None = Field(
+        None, description="a directory of local lm-eval task YAML (for `general`), relative to where "
+        "`craftc run` runs")
+    general_limit: int = Field(200, ge=1, description="examples per general benchmark")
     baseline_budget: Literal["tokens", "steps"] = Field(
         "tokens", description="the stuffed baseline's SFT gets the same training `tokens` as the "
         "stripped arm, or the same `steps` (same epochs, more compute)")

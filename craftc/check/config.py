@@ -104,6 +104,14 @@ def _check_reward(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> Non
                     sink.error("E403", f"penalty `{p.key}` is negative ({p.values[0].text})",
                                p.values[0].span,
                                "penalties are subtracted already; give a positive weight")
+    llm = {j.name: j.span for j in recipe.judges if j.kind == "llm"}
+    named = next((s for s in block.settings if s.key == "judge_llm" and s.values), None)
+    if named is not None and named.values[0].text not in llm:
+        text = named.values[0].text
+        guess = did_you_mean(text, list(llm))
+        sink.error("E410", f"`judge_llm {text}` names no llm judge", named.values[0].span,
+                   f"did you mean `{guess}`?" if guess else
+                   f'declare `judge {text} {{ kind llm  backend {{ kind openai  model "..." }} }}`')
     r = recipe.reward
     if all(getattr(r, c) == 0 for c in REWARD_COMPONENTS):
         sink.error("E404", "all reward weights are zero", block.span,

@@ -164,7 +164,8 @@ BLOCK_MODELS: dict[str, type[BaseModel]] = {
 BLOCK_KEYS: dict[str, dict[str, Key]] = {
     "recipe": keys_of(Recipe),
     "teacher": keys_of(Teacher, exclude=("kind",)),     # the kind is the block's name
-    "backend": keys_of(Teacher),
+    # A judge's backend is asked for verdicts: it writes no candidates and repairs nothing.
+    "backend": keys_of(Teacher, exclude=("feedback", "failed_attempts")),
     "judge": keys_of(Judge),
     "gate.execution": keys_of(ExecutionGate),
     "gate.output": keys_of(OutputGate),

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from craftc.emit.budget import token_budget
 from craftc.emit.errors import EmitError
-from craftc.emit.prompts import render_prompts, split_turn_template
+from craftc.emit.prompts import render_judge_prompts, render_prompts, split_turn_template
 from craftc.emit.specs import gates_spec, input_builder_spec, masking_spec, reward_spec
 from craftc.emit.stages import accelerate_yaml, launch_script, trl_config_json
 from craftc.emit.verl import verl_files
@@ -92,6 +92,7 @@ def render_plan_files(recipe: Recipe, solution_sources: Mapping[str, str]) -> di
     prompts = render_prompts(recipe, ddl)
     turns = split_turn_template(prompts["prompts/turn.md"])
     files: dict[str, bytes] = {path: _text(text) for path, text in prompts.items()}
+    files.update({path: _text(text) for path, text in render_judge_prompts(recipe).items()})
     files["sql/binding.sql"] = _text(binding)
     files["sql/logical_ddl.sql"] = _text(ddl)
     files["specs/input_builder.json"] = _text(canonical_json(input_builder_spec(recipe, turns)))

@@ -10,7 +10,8 @@ from __future__ import annotations
 from craftc.emit.render import render_template
 from craftc.ir import Recipe, Tool
 
-__all__ = ["DEFAULT_TOOLS", "render_prompts", "split_turn_template"]
+__all__ = ["DEFAULT_TOOLS", "render_prompts", "render_judge_prompts", "llm_judges_in_use", "judge_prompt_path",
+           "split_turn_template"]
 
 # Shown when a recipe declares no tools: the code block and the two discovery calls
 # are what every agent gets.
@@ -45,6 +46,35 @@ def render_prompts(recipe: Recipe, logical_ddl: str) -> dict[str, str]:
         "prompts/system_stuffed.md": render_template("prompts/system_stuffed.md.j2", **context),
         "prompts/turn.md": render_template("prompts/turn.md.j2", **context),
     }
+
+
+def judge_prompt_path(name: str) -> str:
+    """Where an llm judge's prompt lives in the plan dir."""
+    return f"prompts/judges/{name}.md"
+
+
+def llm_judges_in_use(recipe: Recipe) -> list:
+    """The llm judges the judge gate or R_judge asks, in declaration order.
+
+    A declared judge that nothing asks gets no prompt: the plan holds only what a step reads.
+    """
+    wanted = set(recipe.gates.judge.judges) if "judge" in recipe.gates.order else set()
+    if recipe.reward.judge_llm:
+        wanted.add(recipe.reward.judge_llm)
+    return [j for j in recipe.judges if j.kind == "llm" and j.name in wanted]
+
+
+def render_judge_prompts(recipe: Recipe) -> dict[str, str]:
+    """``prompts/judges/<name>.md`` for every llm judge in use.
+
+    Each file has a ``## system`` and a ``## user`` section; the user section holds
+    ``$ask``, ``$params``, ``$plan`` and ``$code``, which the runtime fills per candidate
+    (``string.Template``, so the JSON in the reply instructions needs no escaping).
+    """
+    return {judge_prompt_path(judge.name): render_template(
+                f"prompts/judges/{judge.judgement}.md.j2", schema=recipe.schema_, format=recipe.format,
+                rubric=judge.rubric, metrics=[m.name for m in recipe.schema_.metrics])
+            for judge in llm_judges_in_use(recipe)}
 
 
 def split_turn_template(text: str) -> dict[str, str]:

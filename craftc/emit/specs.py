@@ -70,7 +70,17 @@ def _resolve_judge(recipe: Recipe, name: str) -> dict:
             f"gate judge names judge `{name}`, which is neither declared with `judge {name} {{ ... }}` "
             f"nor built in ({', '.join(BUILTIN_JUDGES)}); declare it or remove it from `judges`"
         )
-    return judge.model_dump(mode="json")
+    return _judge_entry(judge)
+
+
+def _judge_entry(judge: Judge) -> dict:
+    """A judge's settings; an llm judge also names its prompt, which the gate step reads."""
+    from craftc.emit.prompts import judge_prompt_path
+
+    entry = judge.model_dump(mode="json")
+    if judge.kind == "llm":
+        entry["prompt"] = judge_prompt_path(judge.name)
+    return entry
 
 
 def gates_spec(recipe: Recipe) -> dict:
@@ -111,4 +121,7 @@ def reward_spec(recipe: Recipe) -> dict:
                             for n in REWARD_COMPONENTS],
         "penalties": {name: value for name, value in reward.penalties},
         "step_rewards": reward.step_rewards,
+        # R_judge's llm judge (runtime.rewards.judge.make_llm_judge) and how often it is asked.
+        "judge_llm": _resolve_judge(recipe, reward.judge_llm) if reward.judge_llm else None,
+        "judge_every": reward.judge_every,
     }

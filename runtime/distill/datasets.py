@@ -100,8 +100,13 @@ def build_examples(instances: list[dict[str, Any]], accepted: dict[tuple[str, in
             body = []
             for turn_index, options in enumerate(chosen_per_turn):
                 text, record = options[variant % len(options)]
-                body += [{"role": "user", "content": templates["user"].format(ask=instance["turns"][turn_index]["ask"])},
-                         {"role": "assistant", "content": text},
+                body.append({"role": "user", "content": templates["user"].format(ask=instance["turns"][turn_index]["ask"])})
+                # Teacher feedback with `failed_attempts masked`: the failed turns and their
+                # errors stay in the conversation, masked from the loss.
+                for attempt in record.get("attempts", []):
+                    body += [{"role": "assistant", "content": _canonical(attempt["text"], fmt), "masked": True},
+                             {"role": "tool", "content": attempt["output"]}]
+                body += [{"role": "assistant", "content": text},
                          {"role": "tool", "content": templates["tool"].format(output=tool_output(record["execution"]))},
                          {"role": "assistant", "content": format_answer(answer_text(record["execution"]), fmt)}]
             for mode in MODES:

@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from runtime.distill.judge_stats import judge_stats
 from runtime.distill.noise import INTENDED_GATE
 from runtime.distill.oracle import oracle_table
 
@@ -52,6 +53,12 @@ def build_funnel(outcomes: list[dict[str, Any]], candidates: dict[str, dict[str,
     funnel: dict[str, Any] = {"candidates": total, "accepted": remaining,
                               "acceptance_rate": round(remaining / total, 4) if total else 0.0,
                               "gates": gates}
+    judged = judge_stats(outcomes)
+    if judged["per_judge"]:
+        funnel["judges"] = judged
+    repairs = _repairs(outcomes, candidates)
+    if repairs:
+        funnel["repairs"] = repairs
     labelled = [(o, candidates[o["candidate_id"]]["metadata"]) for o in outcomes
                 if "clean" in candidates[o["candidate_id"]]["metadata"]]
     if labelled:
@@ -60,6 +67,34 @@ def build_funnel(outcomes: list[dict[str, Any]], candidates: dict[str, dict[str,
     if oracle:
         funnel["oracle"] = oracle
     return funnel
+
+
+def _repairs(outcomes: list[dict[str, Any]], candidates: dict[str, dict[str, Any]]) -> dict[str, int] | None:
+    """How many candidates the teacher repaired after seeing its code's output, and how they fared."""
+    repaired = [o for o in outcomes if candidates[o["candidate_id"]]["metadata"].get("repairs")]
+    if not repaired:
+        return None
+    return {"repaired": len(repaired), "repaired_accepted": sum(o["accepted"] for o in repaired),
+            "repairs": sum(candidates[o["candidate_id"]]["metadata"]["repairs"] for o in repaired),
+            "failed_attempts_kept": sum(len(candidates[o["candidate_id"]].get("attempts", [])) for o in repaired)}
+
+
+def _judge_lines(judges: dict[str, Any]) -> list[str]:
+    lines = ["", "## Judges", "", "| judge | rejected | reject rate | abstained | requests | tokens | cached |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name, j in judges["per_judge"].items():
+        cost = j.get("cost")
+        cells = (f"{cost['requests']} | {cost['prompt_tokens'] + cost['completion_tokens']} | {cost['cached']}"
+                 if cost else "- | - | -")
+        rate = "-" if j["reject_rate"] is None else f"{j['reject_rate']:.1%}"
+        lines.append(f"| {name} | {j['rejected']} | {rate} | {j['abstained']} | {cells} |")
+    if judges["kappa"]:
+        lines += ["", "Agreement (Cohen's kappa, on candidates where neither abstained):", "",
+                  "| judges | candidates | kappa |", "| --- | ---: | ---: |"]
+        for k in judges["kappa"]:
+            value = "n/a" if k["kappa"] is None else f"{k['kappa']:.2f}"
+            lines.append(f"| {' / '.join(k['judges'])} | {k['candidates']} | {value} |")
+    return lines
 
 
 def _confusion(labelled, order: tuple[str, ...]) -> dict[str, Any]:
@@ -104,6 +139,12 @@ def funnel_markdown(funnel: dict[str, Any]) -> str:
     for g in funnel["gates"]:
         reasons = ", ".join(f"{k} {v}" for k, v in g["reasons"].items()) or "-"
         lines.append(f"| {g['gate']} | {g['entered']} | {g['rejected']} | {g['passed']} | {reasons} |")
+    if "repairs" in funnel:
+        r = funnel["repairs"]
+        lines += ["", f"Teacher feedback: {r['repaired']} candidates repaired after their code failed "
+                      f"({r['repairs']} repairs), {r['repaired_accepted']} of them accepted."]
+    if "judges" in funnel:
+        lines += _judge_lines(funnel["judges"])
     confusion = funnel.get("confusion")
     if confusion:
         gates = [g["gate"] for g in funnel["gates"]]
@@ -164,6 +205,21 @@ def print_funnel(funnel: dict[str, Any], console: Console) -> None:
         table.add_row(g["gate"], str(g["entered"]), str(g["rejected"]), str(g["passed"]),
                       ", ".join(f"{k} {v}" for k, v in g["reasons"].items()) or "-")
     console.print(table)
+    if "judges" in funnel:
+        judges = Table(title="judges: reject rate, abstentions, cost")
+        for column in ("judge", "rejected", "reject rate", "abstained", "requests", "cached"):
+            judges.add_column(column, justify="left" if column == "judge" else "right")
+        for name, j in funnel["judges"]["per_judge"].items():
+            cost = j.get("cost") or {}
+            judges.add_row(name, str(j["rejected"]), "-" if j["reject_rate"] is None else f"{j['reject_rate']:.1%}",
+                           str(j["abstained"]), str(cost.get("requests", "-")), str(cost.get("cached", "-")))
+        console.print(judges)
+        for k in funnel["judges"]["kappa"]:
+            console.print(f"kappa {' / '.join(k['judges'])}: "
+                          f"{'n/a' if k['kappa'] is None else format(k['kappa'], '.2f')} ({k['candidates']} candidates)")
+    if "repairs" in funnel:
+        r = funnel["repairs"]
+        console.print(f"teacher feedback: {r['repaired']} candidates repaired, {r['repaired_accepted']} accepted")
     confusion = funnel.get("confusion")
     if confusion:
         gates = [g["gate"] for g in funnel["gates"]]

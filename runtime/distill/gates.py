@@ -239,7 +239,8 @@ class TriGate:
             "judge": None if verdict.passed else ("judge", verdict.reason),
         }
         outcome = GateOutcome(case.candidate_id, True, execution=_execution_summary(result),
-                              judges=[{"judge": v.judge, "passed": v.passed, "reason": v.reason}
+                              judges=[{"judge": v.judge, "passed": v.passed, "reason": v.reason,
+                                       **({"cost": v.cost} if v.cost is not None else {})}
                                       for v in verdict.verdicts])
         for gate in self.gates.order:
             answer = answers.get(gate)

@@ -11,10 +11,12 @@ Deterministic judges read the code with ``ast`` and its SQL with sqlglot (see
 - ``no_ddl_leak``: the PLAN contains no physical table or column name and no SQL
   keyword such as ``SELECT`` or ``CREATE``.
 
-LLM judges (``kind llm``) ask a teacher backend with a rubric and parse
-``VERDICT: PASS`` / ``VERDICT: FAIL``. An ensemble votes ``majority``,
-``unanimous`` or ``weighted`` (passing weight share >= threshold). Every verdict
-carries a reason.
+LLM judges (``kind llm``, see `llm_judge`) ask an OpenAI-compatible model with the
+prompt the plan holds for them and parse a strict JSON verdict; a malformed reply
+is an abstention. An ensemble votes ``majority``, ``unanimous`` or ``weighted``
+(passing weight share >= threshold) over the judges that did not abstain; when
+every judge abstains the candidate is rejected (nothing vouches for it). Every
+verdict carries a reason.
 
 Example:
     >>> from craftc.ir import Schema
@@ -27,16 +29,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from craftc.ir import BUILTIN_JUDGES, BlockFormat, Judge, Recipe
 from runtime.distill.code_facts import code_facts
-from runtime.distill.teachers.base import TeacherError, TeacherRequest
+from runtime.distill.teachers.base import TeacherError
 from runtime.distill.vocabulary import SchemaVocabulary, split_camel
 
 __all__ = [
     "JudgeCase", "Verdict", "EnsembleVerdict", "JudgeError",
-    "PlanCodeJudge", "PromptParamsJudge", "NoDdlLeakJudge", "LlmJudge",
+    "PlanCodeJudge", "PromptParamsJudge", "NoDdlLeakJudge",
     "JudgeEnsemble", "vote",
 ]
 
@@ -60,10 +63,13 @@ class JudgeCase:
 
 @dataclass(frozen=True)
 class Verdict:
+    """One judge's answer; ``passed`` None is an abstention (an llm judge's malformed reply)."""
+
     judge: str
-    passed: bool
+    passed: bool | None
     reason: str
     weight: float = 1.0
+    cost: dict[str, Any] | None = None     # llm judges: requests, tokens, cached
 
 
 @dataclass(frozen=True)
@@ -164,54 +170,27 @@ class NoDdlLeakJudge(_DeterministicJudge):
         return self.verdict(problems, "the plan uses business words only")
 
 
-_RUBRIC = """You judge one step of a data analyst agent. Read the question, the agent's
-business PLAN and its CODE, then decide: {rubric}
-Reply with one line `VERDICT: PASS` or `VERDICT: FAIL`, then one line `REASON: ...`."""
-_VERDICT = re.compile(r"VERDICT\s*:\s*(PASS|FAIL)", re.I)
-_REASON = re.compile(r"REASON\s*:\s*(.+)", re.I)
-
-
-class LlmJudge:
-    """A rubric answered by a teacher backend; an unparseable reply fails with that reason."""
-
-    kind = "llm"
-
-    def __init__(self, spec: Judge, backend, seed: int = 0):
-        self.name, self.weight, self.backend, self.seed = spec.name, spec.weight, backend, seed
-        self.rubric = spec.rubric or "do the plan and the code answer the question, and agree with each other?"
-
-    def judge_many(self, cases: list[JudgeCase]) -> list[Verdict]:
-        system = _RUBRIC.format(rubric=self.rubric)
-        requests = [TeacherRequest(system, ({"role": "user", "content":
-                                             f"QUESTION:\n{c.ask}\n\nPLAN:\n{c.plan}\n\nCODE:\n{c.code}"},),
-                                   1, self.seed + i) for i, c in enumerate(cases)]
-        verdicts = []
-        for candidate in self.backend.generate(requests):
-            match = _VERDICT.search(candidate.text)
-            reason = _REASON.search(candidate.text)
-            reason_text = reason.group(1).strip()[:200] if reason else "no reason given"
-            if match is None:
-                verdicts.append(Verdict(self.name, False, "the judge's reply has no VERDICT line", self.weight))
-            else:
-                verdicts.append(Verdict(self.name, match.group(1).upper() == "PASS", reason_text, self.weight))
-        return verdicts
-
-
 def vote(verdicts: list[Verdict], mode: str, threshold: float = 0.5) -> EnsembleVerdict:
     """Combine judges' verdicts; the reason lists the failing judges' reasons."""
     if not verdicts:
         return EnsembleVerdict(True, "no judges configured", ())
-    failing = [v for v in verdicts if not v.passed]
+    voting = [v for v in verdicts if v.passed is not None]
+    abstained = len(verdicts) - len(voting)
+    failing = [v for v in voting if not v.passed]
     if mode == "unanimous":
         passed = not failing
     elif mode == "majority":
-        passed = len(failing) * 2 < len(verdicts)
+        passed = len(failing) * 2 < len(voting)
     elif mode == "weighted":
-        total = sum(v.weight for v in verdicts)
-        passed = total > 0 and sum(v.weight for v in verdicts if v.passed) / total >= threshold
+        total = sum(v.weight for v in voting)
+        passed = total > 0 and sum(v.weight for v in voting if v.passed) / total >= threshold
     else:
         raise JudgeError(f"unknown vote `{mode}`; use majority, unanimous or weighted")
-    summary = f"{len(verdicts) - len(failing)}/{len(verdicts)} judges pass ({mode})"
+    summary = f"{len(voting) - len(failing)}/{len(voting)} judges pass ({mode})"
+    if abstained:
+        summary += f", {abstained} abstained"
+    if not voting:
+        passed, summary = False, f"every judge abstained ({mode})"
     details = "; ".join(f"{v.judge}: {v.reason}" for v in failing)
     return EnsembleVerdict(passed, f"{summary}: {details}" if details else summary, tuple(verdicts))
 
@@ -223,7 +202,9 @@ class JudgeEnsemble:
         self.judges, self.mode, self.threshold = judges, mode, threshold
 
     @classmethod
-    def from_recipe(cls, recipe: Recipe, backends: dict | None = None) -> JudgeEnsemble:
+    def from_recipe(cls, recipe: Recipe, backends: dict | None = None, prompts: dict[str, str] | None = None,
+                    cache_dir: Path | None = None) -> JudgeEnsemble:
+        """The gate's judges; llm judges need their prompt text (by judge name) and a cache dir."""
         vocab = SchemaVocabulary.from_schema(recipe.schema_)
         declared = {judge.name: judge for judge in recipe.judges}
         gate = recipe.gates.judge
@@ -233,7 +214,7 @@ class JudgeEnsemble:
             kind = spec.kind if spec else name
             weight = spec.weight if spec else 1.0
             if kind == "llm":
-                judges.append(LlmJudge(spec, _llm_backend(spec, recipe, backends), recipe.seed))
+                judges.append(_llm_judge(spec, recipe, backends, prompts or {}, cache_dir))
             elif kind in BUILTIN_KINDS:
                 judge_class = {"plan_code": PlanCodeJudge, "prompt_params": PromptParamsJudge,
                                "no_ddl_leak": NoDdlLeakJudge}[kind]
@@ -244,9 +225,25 @@ class JudgeEnsemble:
         return cls(judges, gate.vote, gate.threshold)
 
     def judge_many(self, cases: list[JudgeCase]) -> list[EnsembleVerdict]:
-        per_judge = [judge.judge_many(cases) for judge in self.judges]
+        per_judge = [judge.judge_many(cases, Verdict) if judge.kind == "llm" else judge.judge_many(cases)
+                     for judge in self.judges]
         return [vote([verdicts[i] for verdicts in per_judge], self.mode, self.threshold)
                 for i in range(len(cases))]
+
+
+def _llm_judge(spec: Judge, recipe: Recipe, backends: dict | None, prompts: dict[str, str],
+               cache_dir: Path | None):
+    from runtime.distill.llm_judge import JudgePrompt, LlmJudge, VerdictCache
+
+    if spec.name not in prompts:
+        raise JudgeError(f"llm judge `{spec.name}` has no prompt (prompts/judges/{spec.name}.md); "
+                         "recompile the plan with `craftc compile`")
+    if cache_dir is None:
+        raise JudgeError(f"llm judge `{spec.name}` needs a verdict cache directory")
+    backend = _llm_backend(spec, recipe, backends)
+    concurrency = spec.backend.concurrency if spec.backend else 4
+    return LlmJudge(spec.name, spec.weight, JudgePrompt.parse(prompts[spec.name], f"prompts/judges/{spec.name}.md"),
+                    backend, VerdictCache(Path(cache_dir)), recipe.seed, concurrency)
 
 
 def _llm_backend(spec: Judge, recipe: Recipe, backends: dict | None):

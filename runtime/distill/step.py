@@ -124,23 +124,48 @@ def run_distill(ctx: StepContext) -> StepResult:
                 for candidate in teacher.generate(batch):
                     candidates.append((start + candidate.request_index, candidate))
                 progress.advance(task, len(batch))
+        repaired = [(r, c, {}) for r, c in candidates]
+        if recipe.teacher.feedback:
+            repaired = _with_feedback(ctx, teacher, requests, candidates, keys, records)
     except TeacherError as err:
         raise StepError(str(err)) from None
     out = []
-    for request_index, candidate in candidates:
+    for request_index, candidate, extra in repaired:
         instance, turn = keys[request_index]
         out.append({"candidate_id": f"{instance['instance_id']}/t{turn + 1}/c{candidate.candidate_index}",
                     "instance_id": instance["instance_id"], "workflow": instance["workflow"], "turn": turn,
-                    "text": candidate.text, "metadata": candidate.metadata})
+                    "text": candidate.text, "metadata": candidate.metadata, **extra})
     (ctx.out_dir / "instances.json").write_text(json.dumps(records, indent=1, sort_keys=True, default=str) + "\n")
     _write_jsonl(ctx.out_dir / "candidates.jsonl", out)
     wall = time.monotonic() - started
     splits = {name: sum(1 for r in records if r["split"] == name) for name in sorted(set(split_of.values()))}
     ctx.console.print(f"distill: {teacher.name} wrote {len(out)} candidates for {len(requests)} instance turns")
+    repairs = sum(1 for c in out if c["metadata"].get("repairs"))
     return StepResult(metrics={"teacher": teacher.name, "instances": len(records), "splits": splits,
-                               "requests": len(requests), "candidates": len(out),
+                               "requests": len(requests), "candidates": len(out), "repaired": repairs,
                                "candidates_per_s": round(len(out) / wall, 1) if wall else None},
                       outputs=("instances.json", "candidates.jsonl"))
+
+
+def _with_feedback(ctx: StepContext, teacher, requests, candidates, keys, records):
+    """Teacher feedback (``teacher { feedback N }``): failing code goes back to the teacher."""
+    from runtime.distill.datasets import read_turn_templates
+    from runtime.distill.feedback import repair_candidates
+    from runtime.distill.gates import sandbox_limits
+    from runtime.sandbox import SandboxError, SandboxPool, sandbox_workers
+    from runtime.workflows import warmup_jobs
+
+    recipe = ctx.plan.recipe
+    templates = read_turn_templates(ctx.artifact(input_builder(ctx)["turn_template"]).read_text(encoding="utf-8"))
+    params = [keys[r][0]["params"] for r in range(len(requests))]
+    try:
+        pool = SandboxPool(sandbox_workers(recipe, ctx.console), _warehouse(ctx), sandbox_limits(recipe), API_FACTORY,
+                           warmup=warmup_jobs([r for r in records if r["split"] == "train"]))
+    except SandboxError as err:
+        raise StepError(f"cannot start the sandbox for teacher feedback: {err}") from None
+    with pool:
+        return repair_candidates(teacher, requests, candidates, params, pool, recipe, templates["tool"],
+                                 keep_attempts=recipe.teacher.failed_attempts == "masked")
 
 
 # ---------------------------------------------------------------- gate
@@ -233,12 +258,25 @@ def gated_recipe(ctx: StepContext):
     The spec holds the judge ensemble resolved by the compiler (names to kinds, weights,
     backends), so the gate never re-derives it from the recipe.
     """
+    return _gate_spec(ctx)[0]
+
+
+def _gate_spec(ctx: StepContext):
+    """(recipe as gated, llm judge prompts by judge name), both from the plan's files."""
     from craftc.ir import Gates, Judge
 
     spec = json.loads(ctx.artifact("specs/gates.json").read_text(encoding="utf-8"))
-    judges = tuple(Judge.model_validate(j) for j in spec["judge"]["judges"])
+    entries = spec["judge"]["judges"]
+    judges = tuple(Judge.model_validate({k: v for k, v in j.items() if k != "prompt"}) for j in entries)
+    prompts = {j["name"]: ctx.artifact(j["prompt"]).read_text(encoding="utf-8") for j in entries if "prompt" in j}
     gates = Gates.model_validate({**spec, "judge": {**spec["judge"], "judges": [j.name for j in judges]}})
-    return ctx.plan.recipe.model_copy(update={"gates": gates, "judges": judges})
+    return ctx.plan.recipe.model_copy(update={"gates": gates, "judges": judges}), prompts
+
+
+def judge_cache_dir(ctx: StepContext, setting: str) -> Path:
+    """The llm judges' verdict cache: ``gate judge { cache DIR }``, relative to the run dir."""
+    path = Path(setting)
+    return path if path.is_absolute() else ctx.run_dir / path
 
 
 def run_gate(ctx: StepContext) -> StepResult:
@@ -248,11 +286,19 @@ def run_gate(ctx: StepContext) -> StepResult:
     from runtime.sandbox import SandboxError, SandboxPool, sandbox_workers
     from runtime.workflows import warmup_jobs
 
-    recipe = gated_recipe(ctx)
+    from runtime.distill.judges import JudgeEnsemble, JudgeError
+    from runtime.distill.teachers import TeacherError
+
+    recipe, prompts = _gate_spec(ctx)
     distill = ctx.input_dir("distill")
     instances = json.loads((distill / "instances.json").read_text(encoding="utf-8"))
     candidates = _read_jsonl(distill / "candidates.jsonl")
     started = time.monotonic()
+    try:
+        ensemble = JudgeEnsemble.from_recipe(recipe, prompts=prompts,
+                                             cache_dir=judge_cache_dir(ctx, recipe.gates.judge.cache))
+    except (JudgeError, TeacherError) as err:
+        raise StepError(str(err)) from None
     try:
         pool = SandboxPool(sandbox_workers(recipe, ctx.console), _warehouse(ctx), sandbox_limits(recipe), API_FACTORY,
                            warmup=warmup_jobs(instances))
@@ -261,7 +307,11 @@ def run_gate(ctx: StepContext) -> StepResult:
     hidden = any(not t.get("reference_visible", True) and t["code"] for i in instances for t in i["turns"])
     report: dict = {"oracle": None} if hidden else {}
     with pool:
-        outcomes, failed_refs = gate_candidates(recipe, instances, candidates, pool, ctx.console, report=report)
+        try:
+            outcomes, failed_refs = gate_candidates(recipe, instances, candidates, pool, ctx.console, ensemble,
+                                                    report=report)
+        except TeacherError as err:     # an llm judge's endpoint went away: what it answered is cached
+            raise StepError(str(err)) from None
     wall = time.monotonic() - started
     by_id = {c["candidate_id"]: c for c in candidates}
     funnel = build_funnel(outcomes, by_id, recipe.gates.order)
@@ -282,6 +332,10 @@ def run_gate(ctx: StepContext) -> StepResult:
                "candidates_per_s": round(len(outcomes) / wall, 1) if wall else None,
                "skipped_unusable_reference": failed_refs["candidates"]}
     metrics["sandbox"] = sandbox_record(pool, outcomes)
+    if "judges" in funnel:
+        metrics["judges"] = funnel["judges"]["per_judge"]
+    if "repairs" in funnel:
+        metrics["repairs"] = funnel["repairs"]
     if "confusion" in funnel:
         metrics["corrupted_rejected_rate"] = funnel["confusion"]["corrupted_rejected_rate"]
         metrics["clean_rejected_rate"] = funnel["confusion"]["clean_rejected_rate"]

@@ -150,7 +150,41 @@ def run_eval(ctx):
             results[arm] = split_summaries(episodes, ctx.seed)
     report = {"arms": list(recipe.eval.arms), "instances": len(tasks), "results": results,
               "prompts": builder["eval_arms"], "stuffed_training": "sft step, the same stage settings on dataset/stuffed"}
+    outputs = []
+    if recipe.eval.general:
+        report["general"] = general_skills(ctx, {arm: models[arm] for arm in recipe.eval.arms})
+        outputs.append("general.md")
     _write_atomic(ctx.out_dir / "eval.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
     flat = {f"{arm}.{m}": v["value"] for arm, r in results.items() for m, v in r["all"].items()}
     flat["sandbox_redacted"] = sandbox.redactions  # secret values cut out of tool output (docs/sandbox.md)
-    return StepResult(metrics=flat, outputs=("eval.json", *[f"episodes/{a}.jsonl" for a in results]))
+    for arm, changes in report.get("general", {}).get("changes", {}).items():
+        flat.update({f"general.{arm}.{task}.delta": c["delta"] for task, c in changes.items()})
+    return StepResult(metrics=flat, outputs=("eval.json", *outputs, *[f"episodes/{a}.jsonl" for a in results]))
+
+
+def base_model(ctx) -> Path:
+    """The model the trained arms started from: the sft step's built tiny_moe, or the declared base."""
+    from runtime.train.stages import sft_stage
+
+    recipe = ctx.plan.recipe
+    stage = sft_stage(recipe)
+    spec = next((m for m in recipe.models if m.name == stage.base), None)
+    if spec is None or spec.source == "tiny_moe":
+        return ctx.input_dir("sft") / "base"
+    return Path(spec.path or spec.name)
+
+
+def general_skills(ctx, trained: dict) -> dict:
+    """``eval { general ... }``: lm-eval benchmarks on the base and each trained arm, with deltas."""
+    from runtime.eval.general import GeneralEvalError, general_markdown, run_general
+    from runtime.step_context import StepError
+
+    spec = ctx.plan.recipe.eval
+    models = {"base": base_model(ctx), **{arm: load() for arm, load in trained.items()}}
+    try:
+        report = run_general(models, spec.general, spec.general_include, spec.general_limit, ctx.seed,
+                             log=ctx.console.print)
+    except GeneralEvalError as err:
+        raise StepError(str(err)) from None
+    _write_atomic(ctx.out_dir / "general.md", general_markdown(report))
+    return report

@@ -20,6 +20,8 @@ def build_report(eval_json: dict, run_dir: Path | None = None) -> dict:
     tables = {s: build_table(results, split=s) for s in SPLITS if any(s in r for r in results.values())}
     report = {"instances": eval_json.get("instances"), "arms": eval_json.get("arms", list(results)),
               "baseline": "stuffed", "tables": tables}
+    if "general" in eval_json:          # eval { general ... }: lm-eval changes against the base
+        report["general"] = eval_json["general"]
     summary = Path(run_dir) / "grpo" / "grpo_summary.json" if run_dir else None
     if summary and summary.is_file():
         data = json.loads(summary.read_text())

@@ -3,8 +3,15 @@
 Two deterministic checks, averaged: every prompt parameter is honoured (its value
 appears in the code as a literal, or in the plan as text) and the plan leaks no
 DDL (no SQL keywords, no physical or logical table or column names: the plan is
-for the business reader). An optional LLM judge (any callable returning a score
-in [0, 1]) joins the average.
+for the business reader). An optional LLM judge (any callable ``(turn, params)``
+returning a score in [0, 1], or None to stay out) joins the average.
+
+`make_llm_judge` builds that callable from the plan: ``reward { judge_llm NAME
+judge_every N }`` names a declared llm judge, whose prompt the plan holds
+(``prompts/judges/NAME.md``) and whose verdicts share the gate's on-disk cache. It
+asks about one question in N, chosen by a hash of the question, so every rollout of
+a GRPO group is scored alike; a pass scores 1, a fail 0, and an abstention or an
+unsampled question leaves the deterministic mean as it is.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ import re
 
 from runtime.rewards.schema_terms import SchemaTerms
 
-__all__ = ["params_honoured", "ddl_leaks", "judge_reward"]
+__all__ = ["params_honoured", "ddl_leaks", "judge_reward", "make_llm_judge", "LlmRewardJudge"]
 
 _SQL_WORDS = re.compile(r"\b(SELECT|FROM|JOIN|WHERE|GROUP BY|ORDER BY|CREATE|TABLE|VIEW)\b")
 
@@ -56,5 +63,60 @@ def judge_reward(turn, params: dict, terms: SchemaTerms | None = None, llm_judge
         return 0.0
     scores = [params_honoured(params, call.plan, call.code), 0.0 if ddl_leaks(call.plan, terms) else 1.0]
     if llm_judge is not None:
-        scores.append(float(llm_judge(turn, params)))
+        score = llm_judge(turn, params)
+        if score is not None:
+            scores.append(float(score))
     return sum(scores) / len(scores)
+
+
+class LlmRewardJudge:
+    """R_judge's llm judge: one in ``every`` questions asked, verdicts cached on disk."""
+
+    def __init__(self, judge, every: int = 1):
+        self.judge, self.every = judge, max(1, every)
+        self.asked = 0
+
+    def sampled(self, ask: str) -> bool:
+        """Whether this question is judged (deterministic: the same for a whole group)."""
+        import hashlib
+
+        return int(hashlib.sha256(ask.encode()).hexdigest()[:8], 16) % self.every == 0
+
+    def __call__(self, turn, params: dict) -> float | None:
+        from runtime.distill.llm_judge import parse_verdict
+
+        call = next((c for c in reversed(turn.calls) if c.code or c.answer), None)
+        if call is None or not self.sampled(turn.ask):
+            return None
+        user = self.judge.prompt.render(turn.ask, params, call.plan or "", call.code or "")
+        text, _, cached = self.judge.replies([user])[0]
+        self.asked += not cached
+        passed, _ = parse_verdict(text)
+        return None if passed is None else float(passed)
+
+
+def make_llm_judge(ctx) -> LlmRewardJudge | None:
+    """The llm judge R_judge asks in GRPO (``reward { judge_llm NAME }``), or None when unset.
+
+    ``ctx`` is the step's `StepContext`: the prompt is read through ``ctx.artifact`` (so
+    the manifest names it) and the cache is the gate's (``gate judge { cache DIR }``).
+
+    Example:
+        >>> llm_judge = make_llm_judge(ctx)                    # doctest: +SKIP
+        >>> RewardContext(..., llm_judge=llm_judge)             # doctest: +SKIP
+    """
+    import json
+
+    from craftc.ir import Judge
+    from runtime.distill.judges import _llm_judge
+    from runtime.distill.step import judge_cache_dir
+
+    spec = json.loads(ctx.artifact("specs/reward.json").read_text(encoding="utf-8"))
+    entry = spec.get("judge_llm")
+    if not entry:
+        return None
+    judge = Judge.model_validate({k: v for k, v in entry.items() if k != "prompt"})
+    prompt = ctx.artifact(entry["prompt"]).read_text(encoding="utf-8")
+    recipe = ctx.plan.recipe
+    llm = _llm_judge(judge, recipe, None, {judge.name: prompt}, judge_cache_dir(ctx, recipe.gates.judge.cache))
+    return LlmRewardJudge(llm, spec["judge_every"])

@@ -129,12 +129,14 @@ def labels_for(tokenizer, messages: list[dict], roles: dict[str, str]) -> dict[s
     chat template's assistant mask from one render; otherwise every token is
     attributed to its message first (a render per message).
     """
-    if not any(roles.get(role) == "trained" for role in ("system", "user", "tool")):
+    masked = {i for i, m in enumerate(messages) if m.get("masked")}   # a teacher's failed attempt
+    if not masked and not any(roles.get(role) == "trained" for role in ("system", "user", "tool")):
         rendered = tokenizer.apply_chat_template([dict(m) for m in messages], return_dict=True,
                                                  return_assistant_tokens_mask=True)
         ids = list(rendered["input_ids"])
         return {"input_ids": ids, "labels": [t if m else -100 for t, m in zip(ids, rendered["assistant_masks"])]}
     tokens = apply_roles(attribute_tokens(tokenizer, messages), roles)
+    tokens = [{**t, "trained": False} if t["message"] in masked else t for t in tokens]
     return {"input_ids": [t["id"] for t in tokens],
             "labels": [t["id"] if t["trained"] else -100 for t in tokens]}
 

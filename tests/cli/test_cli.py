@@ -105,13 +105,13 @@ def test_profile_diff_shows_exactly_the_overridden_settings(tmp_path, capsys):
     #   stage sft  { parallel zero3  gpus 8  nodes 2  mixed_precision bf16  batch 256  per_device_batch 2 }
     #   stage grpo { parallel fsdp2  gpus 8  mixed_precision bf16  rollout vllm, server  group 8  batch 64
     #                per_device_batch 4 }   (per_device_batch 4 is the default's value too)
-    #   eval { instances 8 } }
+    #   eval { instances 8  general ifeval, gsm8k  general_limit 500 } }
     assert _changed_keys(diff) == {
         ("recipe", "profile"), ("teacher", "candidates"),
         *(("stage.sft", k) for k in ("parallel", "gpus", "nodes", "mixed_precision", "batch", "per_device_batch")),
         *(("stage.grpo", k) for k in ("parallel", "gpus", "mixed_precision", "rollout", "vllm_mode", "group",
                                       "batch")),
-        ("eval", "instances"),
+        ("eval", "instances"), ("eval", "general"), ("eval", "general_limit"),
     }
     assert diff["plan"] == "Plan: 0 to add, 5 to change, 0 to remove."
 

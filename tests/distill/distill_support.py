@@ -8,7 +8,13 @@ the real world generator, so these tests exercise the steps exactly as a run doe
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -68,3 +74,65 @@ def fresh_run_dir(compiled, tmp_path):
     for name in ("warehouse.duckdb", "manifest.json"):
         shutil.copy(run_dir / "world" / name, copy / "world" / name)
     return plan, plan_dir, copy
+
+
+def compile_variant(root: Path, replace: dict[str, str]) -> tuple:
+    """The mini ads recipe with text replaced, compiled under ``root`` (relative paths kept)."""
+    from craftc.emit.compile import compile_to_dir
+    from craftc.ir import Plan
+
+    repo = FIXTURES.parents[2]
+    root.mkdir(parents=True, exist_ok=True)
+    for name in ("schema_specs", "examples"):
+        if not (root / name).exists():
+            (root / name).symlink_to(repo / name)
+    text = (FIXTURES / "mini_ads.craft").read_text()
+    for old, new in replace.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    recipe = root / "a" / "b" / "c" / "mini.craft"
+    recipe.parent.mkdir(parents=True, exist_ok=True)
+    recipe.write_text(text)
+    plan_dir = root / "plan"
+    compiled = compile_to_dir(recipe, plan_dir)
+    assert compiled.ok, compiled.load.render()
+    return Plan.model_validate_json((plan_dir / "plan.json").read_text()), plan_dir
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def served_model(tmp_path_factory):
+    """A tiny model served by `transformers serve` on a free local port."""
+    from runtime.train.tiny_moe import build_tiny_moe
+
+    root = tmp_path_factory.mktemp("served")
+    model = build_tiny_moe(root / "model", ["<PLAN>rank campaigns by ctr</PLAN><CODE>result = 1</CODE>"] * 20,
+                           {"hidden": 64, "layers": 1, "vocab": 400, "intermediate": 64})
+    port = _free_port()
+    serve = Path(sys.executable).parent / "transformers"
+    log = open(root / "serve.log", "w")
+    process = subprocess.Popen([str(serve), "serve", str(model), "--device", "cpu", "--port", str(port)],
+                               stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1).read()
+            break
+        except OSError:
+            if process.poll() is not None:
+                break
+            time.sleep(0.5)
+    else:
+        process.kill()
+    if process.poll() is not None:
+        raise AssertionError(f"transformers serve did not start: {(root / 'serve.log').read_text()[-2000:]}")
+    yield str(model), f"http://127.0.0.1:{port}/v1"
+    process.terminate()
+    process.wait(timeout=10)
+
+

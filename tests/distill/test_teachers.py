@@ -15,16 +15,11 @@ import pytest
 
 from craftc.ir import BlockFormat, Teacher
 from runtime.distill.teachers import TeacherError, TeacherRequest, TeacherUnreachable, make_teacher
+from distill_support import _free_port
 
 REQUEST = TeacherRequest("You are an analyst.", ({"role": "user", "content": "Top 3 campaigns by CTR?"},), 2, 11,
                          {"ask": "Top 3 campaigns by CTR?", "params": {"n": 3}, "plan": "Rank campaigns by CTR.",
                           "code": 'result = api.query("SELECT 1 AS x LIMIT 3")'})
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_wrong_url_fails_fast_with_the_url_and_the_fix():
@@ -62,37 +57,6 @@ def test_synthetic_teacher_is_deterministic_and_labels_noise():
     kinds = {c.metadata["noise_kind"] for c in first}
     assert None in kinds and len(kinds) > 3
     assert all(c.metadata["clean"] == (c.metadata["noise_kind"] is None) for c in first)
-
-
-@pytest.fixture(scope="module")
-def served_model(tmp_path_factory):
-    """A tiny model served by `transformers serve` on a free local port."""
-    from runtime.train.tiny_moe import build_tiny_moe
-
-    root = tmp_path_factory.mktemp("served")
-    model = build_tiny_moe(root / "model", ["<PLAN>rank campaigns by ctr</PLAN><CODE>result = 1</CODE>"] * 20,
-                           {"hidden": 64, "layers": 1, "vocab": 400, "intermediate": 64})
-    port = _free_port()
-    serve = Path(sys.executable).parent / "transformers"
-    log = open(root / "serve.log", "w")
-    process = subprocess.Popen([str(serve), "serve", str(model), "--device", "cpu", "--port", str(port)],
-                               stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1).read()
-            break
-        except OSError:
-            if process.poll() is not None:
-                break
-            time.sleep(0.5)
-    else:
-        process.kill()
-    if process.poll() is not None:
-        raise AssertionError(f"transformers serve did not start: {(root / 'serve.log').read_text()[-2000:]}")
-    yield str(model), f"http://127.0.0.1:{port}/v1"
-    process.terminate()
-    process.wait(timeout=10)
 
 
 def test_openai_teacher_distills_against_a_real_server(served_model, compiled):

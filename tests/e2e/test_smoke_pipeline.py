@@ -133,3 +133,31 @@ def test_grpo_trains_on_every_training_workflow_and_its_conversations(smoke_run)
     conversations = {i["workflow"] for i in train if len(i["turns"]) > 1}
     assert conversations and all(summary["turns_per_workflow"][w] > summary["rows_per_workflow"][w]
                                  for w in conversations)
+
+
+def test_general_skill_eval_reports_each_trained_model_against_the_base(smoke_run, tmp_path):
+    """`eval { general ... }` on the smoke run's base and trained models, with a local
+    lm-eval task shipped in tests/eval/general_tasks (lm-eval's own YAML format)."""
+    work, source = smoke_run
+    run_dir = tmp_path / "run"
+    shutil.copytree(source, run_dir)
+    tasks = ROOT / "tests/eval/general_tasks"
+    recipe = work / "v1/recipes/ads_analytics.craft"
+    text = recipe.read_text().replace(
+        "    eval { instances 1  max_turns 2 }",
+        f'    eval {{ instances 1  max_turns 2  general craft_sums  general_include "{tasks}"  general_limit 12 }}', 1)
+    variant = recipe.with_name("ads_general.craft")
+    variant.write_text(text)
+    plan = tmp_path / "plan"
+    assert craftc("compile", variant, "-o", plan, "--profile", "smoke", cwd=work).returncode == 0
+    for step in ("eval", "report"):
+        ran = craftc("run", plan, "--run-dir", run_dir, "--only", step, cwd=work)
+        assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    general = json.loads((run_dir / "eval/eval.json").read_text())["general"]
+    assert set(general["models"]) == {"base", "craft", "sft_only", "stuffed"}
+    assert set(general["changes"]) == {"craft", "sft_only", "stuffed"}
+    for change in general["changes"].values():
+        c = change["craft_sums"]
+        assert c["n"] == 12 and c["ci95"][0] <= c["delta"] <= c["ci95"][1]
+    report = (run_dir / "report/report.md").read_text()
+    assert "## General skills" in report and "| craft | craft_sums | acc |" in report

@@ -95,7 +95,11 @@ class OpenAITeacher:
         self._probed = True
 
     def complete(self, system: str, messages: tuple[dict[str, str], ...], seed: int) -> dict[str, Any]:
-        """One chat completion with retries; returns ``{"text", "finish_reason", "attempts"}``."""
+        """One chat completion with retries; returns ``{"text", "finish_reason", "attempts", "usage"}``.
+
+        ``usage`` is the server's token count (``prompt_tokens``, ``completion_tokens``),
+        zeros when the server reports none.
+        """
         body = {"model": self.spec.model, "seed": seed, "temperature": self.spec.temperature,
                 "max_tokens": self.spec.max_new_tokens, "stream": False,
                 "messages": [{"role": "system", "content": system}, *messages]}
@@ -121,7 +125,9 @@ class OpenAITeacher:
             except (KeyError, IndexError, TypeError):
                 raise TeacherError(f"openai teacher: unexpected reply from {self.base_url}: "
                                    f"{json.dumps(reply)[:300]}") from None
-            return {"text": text, "finish_reason": choice.get("finish_reason"), "attempts": attempt + 1}
+            usage = reply.get("usage") or {}
+            return {"text": text, "finish_reason": choice.get("finish_reason"), "attempts": attempt + 1,
+                    "usage": {k: int(usage.get(k) or 0) for k in ("prompt_tokens", "completion_tokens")}}
         raise TeacherUnreachable(f"openai teacher: {self.base_url}/v1/chat/completions failed after "
                                  f"{self.spec.max_retries + 1} attempts ({last_error}); check the server "
                                  "or raise `timeout_s` / `max_retries` in the teacher block")

@@ -80,6 +80,10 @@ class SyntheticTeacher:
         clean = Turn3(self._think(context, rng), context["plan"], context["code"])
         metadata: dict[str, Any] = {"teacher": "synthetic", "clean": True, "noise_kind": None}
         turn = clean
+        # A repair (teacher feedback) after an execution error: synthetic, it regenerates
+        # the turn from the reference instead of reading the error.
+        if context.get("repair"):
+            return Candidate(self._format(turn), request_index, index, metadata)
         if self.kinds and rng.random() < self.noise:
             ctx = NoiseContext(self.vocab, dict(context.get("params", {})),
                                dict(context.get("alternatives", {})), self._format)

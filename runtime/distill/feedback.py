@@ -1,0 +1,91 @@
+"""Teacher feedback: the teacher sees its code's output or error and may repair it.
+
+With ``teacher { feedback N }`` the distill step runs each candidate's CODE in the
+sandbox with the execution gate's limits. A candidate the execution gate would
+reject (``error``, ``syntax``, ``timeout``) goes back to the teacher as the
+conversation so far, its own turn, and a ``tool`` message with the error, written
+with the plan's tool template (``prompts/turn.md``); the teacher's next turn
+replaces it. Up to N rounds; a candidate still failing after them goes to the gate
+as it is, and the gate rejects it.
+
+The repaired candidate carries ``metadata.repairs`` (rounds used) and
+``metadata.repaired_from`` (the noise kind of the first attempt, synthetic teacher).
+With ``failed_attempts masked`` it also carries ``attempts``: each failed turn and
+the tool output it got, which the dataset step keeps as earlier turns masked from
+the loss; with ``drop`` they are not kept.
+
+The synthetic teacher's repair is synthetic: asked to repair, it writes the
+instance's reference turn (what a teacher that reads the error and fixes the code
+would converge to), so the loop is exercised end to end without a model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.distill.blocks import parse_turn
+from runtime.distill.gates import execution_rejection
+from runtime.distill.teachers.base import TeacherRequest
+
+__all__ = ["repair_candidates", "error_output"]
+
+
+def error_output(result) -> str:
+    """What the teacher is shown after its code failed: the error type and message."""
+    kind, message = result.error_type or result.error_class, (result.error_message or "").strip()[:1500]
+    return message if message.startswith(f"{kind}:") else f"{kind}: {message}".rstrip(": ")
+
+
+def repair_candidates(teacher, requests: list[TeacherRequest], candidates: list[tuple[int, Any]], params: list[dict],
+                      pool, recipe, tool_template: str, keep_attempts: bool) -> list[tuple[int, Any, dict]]:
+    """Run, show errors, regenerate: ``(request_index, candidate, extra record fields)`` per candidate.
+
+    Args:
+        teacher: The teacher backend.
+        requests: The distill step's requests (their messages and context).
+        candidates: ``(request_index, Candidate)`` pairs as the teacher wrote them.
+        params: Each request's instance params (what the code runs with).
+        pool: A started `SandboxPool`.
+        recipe: The recipe (format, execution gate, teacher feedback rounds).
+        tool_template: The ``## tool`` section of ``prompts/turn.md`` (``{output}``).
+        keep_attempts: Whether failed attempts are kept (``failed_attempts masked``).
+    """
+    from dataclasses import replace
+
+    rounds = recipe.teacher.feedback
+    reject = recipe.gates.execution.reject
+    state = [{"candidate": c, "request": r, "attempts": [], "repairs": 0, "first": dict(c.metadata)}
+             for r, c in candidates]
+    for round_ in range(rounds):
+        parsed = [parse_turn(s["candidate"].text, recipe.format) for s in state]
+        runnable = [i for i, p in enumerate(parsed) if p.code and p.code.strip()]
+        results = pool.run_many([(parsed[i].code, params[state[i]["request"]]) for i in runnable])
+        failing = [(i, result) for i, result in zip(runnable, results) if execution_rejection(result, reject)]
+        if not failing:
+            break
+        repair_requests = []
+        for i, result in failing:
+            s = state[i]
+            base = requests[s["request"]]
+            output = tool_template.format(output=error_output(result))
+            s["attempts"].append({"text": s["candidate"].text, "output": output})
+            conversation = (*base.messages, *(m for a in s["attempts"] for m in (
+                {"role": "assistant", "content": a["text"]}, {"role": "tool", "content": a["output"]})))
+            repair_requests.append(TeacherRequest(base.system, conversation, 1,
+                                                  base.seed * 31 + s["candidate"].candidate_index * 7 + round_ + 1,
+                                                  {**base.context, "repair": True}))
+        for (i, _), new in zip(failing, teacher.generate(repair_requests)):
+            s = state[i]
+            s["repairs"] += 1
+            s["candidate"] = replace(new, request_index=s["request"], candidate_index=s["candidate"].candidate_index)
+    out = []
+    for s in state:
+        candidate, extra = s["candidate"], {}
+        if s["repairs"]:
+            metadata = {**candidate.metadata, "repairs": s["repairs"],
+                        "repaired_from": s["first"].get("noise_kind")}
+            candidate = replace(candidate, metadata=metadata)
+            if keep_attempts:
+                extra["attempts"] = s["attempts"]
+        out.append((s["request"], candidate, extra))
+    return out
