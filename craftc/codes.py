@@ -252,10 +252,10 @@ CODES: dict[str, CodeInfo] = {
                "conversation c { }",
                'conversation c { turn "..." solution "c1.py" }'),
     "E309": _c("solution reads a field the schema does not have",
-               "A reference solution's SQL (`api.query`/`api.table`) reads a view or a column that the schema's logical views lack, usually after a schema change removed or renamed it.",
+               "A reference solution reads a view or a column that the schema's logical views lack (usually after a schema change removed or renamed it): in the SQL of `api.query`, in the `columns` of `api.table(\"view\", columns=[...])`, or as a column subscript (`df[\"name\"]`) of a frame that `api.table` returned. A subscript of an `api.query` frame must name a column its SELECT returns. The diagnostic points at the solution file's own line and column; a note names the recipe line that names the solution. Unqualified SQL columns resolve against the innermost SELECT's tables first, as SQL does.",
                "The solution would fail when the warehouse is built, and every trajectory distilled from it would teach a name that no longer exists.",
-               'SELECT c.daily_budget FROM campaign c   # schema ads version 2 removed Campaign.daily_budget',
-               "restore the field, map it to its new name, or update the solution (e.g. read `budget.amount` through `campaign.budget_id`)"),
+               'SELECT c.daily_budget FROM campaign c   # schema ads version 2 removed Campaign.daily_budget\nstats = api.table("daily_stat")\nresult = stats["clickz"]',
+               "restore the field, map it to its new name, or update the solution (e.g. read `budget.amount` through `campaign.budget_id`; `stats[\"clicks\"]`)"),
     # ------------------------------------------------------------ teacher, gates, judges, reward
     "E401": _c("unknown gate",
                "`gate NAME` names a gate other than execution, output or judge.",
