@@ -60,3 +60,20 @@ def test_did_you_mean_finds_close_names_and_only_those():
     assert did_you_mean("Campaing", ["Campaign", "Advertiser"]) == "Campaign"
     assert did_you_mean("dailystat", ["DailyStat", "Geo"]) == "DailyStat"
     assert did_you_mean("zzz", ["Campaign", "Advertiser"]) is None
+
+
+@pytest.mark.parametrize("trl_name, craft_key", [
+    ("learning_rate", "lr"), ("num_train_epochs", "epochs"), ("max_steps", "steps"),
+    ("per_device_train_batch_size", "per_device_batch"), ("num_generations", "group"),
+    ("max_completion_length", "max_new_tokens"), ("warmup_ratio", "warmup"),
+])
+def test_a_trl_setting_name_in_a_stage_suggests_the_craft_key(trl_name, craft_key):
+    from craftc.check.settings import resolve_settings
+    from craftc.diagnostics import DiagnosticSink
+    from craftc.parser import parse_source
+
+    stage = parse_source(f"recipe r {{ stage grpo {{ {trl_name} 2 }} }}", "r.craft").syntax.recipes[0]
+    sink = DiagnosticSink()
+    resolve_settings("stage", stage.blocks[0].settings, sink, "stage grpo")
+    [d] = sink.items
+    assert d.code == "E201" and d.help.startswith(f"did you mean `{craft_key}`?"), d
