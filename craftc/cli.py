@@ -54,7 +54,7 @@ def _show_diagnostics(load) -> None:
 
 
 def cmd_compile(args) -> int:
-    from craftc.emit.compile import compile_recipe
+    from craftc.emit.compile import compile_recipe, plan_dir_files
     from craftc.emit.plan import write_plan_files
 
     recipes = [Path(r) for r in args.recipes] or _recipes_under(Path("recipes"))
@@ -70,8 +70,9 @@ def cmd_compile(args) -> int:
             out = Path(args.output)
         else:
             out = Path(args.output or "build") / compiled.recipe.name
-        write_plan_files(compiled.files, out)
-        print(f"compiled {recipe} -> {out} (profile {compiled.recipe.profile}, {len(compiled.files)} files)")
+        files = plan_dir_files(compiled, recipe, out)
+        write_plan_files(files, out)
+        print(f"compiled {recipe} -> {out} (profile {compiled.recipe.profile}, {len(files)} files)")
     return 1 if failed else 0
 
 

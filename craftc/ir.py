@@ -316,9 +316,11 @@ class Recipe(Node):
     profiles: tuple[str, ...] = ()       # every profile the recipe declares
     seed: int = 0
     scale: float = 1.0                   # warehouse size knob (1.0 = default small)
-    # An existing warehouse to use instead of generating one: a DuckDB file, resolved
-    # where `craftc run` runs (it is run-time data, not part of the plan), or the
-    # environment variable that names it.
+    # An existing warehouse to use instead of generating one: a DuckDB file, relative to
+    # the recipe file like every other path (stored normalised, never absolute unless
+    # written so), or the environment variable that names it. It is run-time data, not
+    # part of the plan: the plan dir's `source.json` says where the recipe's directory
+    # is, relative to the plan dir, so the world step finds the file from any cwd.
     warehouse: str | None = None
     warehouse_env: str | None = None
     schema_: Schema = Field(alias="schema")

@@ -91,19 +91,26 @@ def _logical_schema(schema: dict) -> dict:
     return strip(schema)
 
 
-def _warehouse_fingerprint(recipe: dict) -> list:
+def _warehouse_fingerprint(plan: Plan, plan_dir: Path | None) -> list:
     """An existing warehouse is run-time data: rebuilding it in place must rerun the world step."""
-    name = recipe["warehouse"] or os.environ.get(recipe["warehouse_env"] or "", "")
-    if not name:
-        return [None, recipe["warehouse_env"]]
+    from runtime.world.step import existing_warehouse
+
+    recipe = plan.recipe
     try:
-        stat = Path(name).stat()
+        path = existing_warehouse(recipe, plan_dir or Path("."))
+    except StepError:
+        path = None          # the world step reports it
+    name = recipe.warehouse or os.environ.get(recipe.warehouse_env or "", "")
+    if path is None:
+        return [name or None, recipe.warehouse_env] if not name else [name, "missing"]
+    try:
+        stat = path.stat()
     except OSError:
         return [name, "missing"]
     return [name, stat.st_size, stat.st_mtime_ns]
 
 
-def _plan_parts(step: str, recipe: dict, artifacts: dict[str, str]) -> dict[str, Any]:
+def _plan_parts(step: str, recipe: dict, artifacts: dict[str, str], warehouse: list | None = None) -> dict[str, Any]:
     """The parts of the plan a step reads."""
     stages = recipe["stages"]
     models = recipe["models"]
@@ -115,7 +122,7 @@ def _plan_parts(step: str, recipe: dict, artifacts: dict[str, str]) -> dict[str,
     common = {"seed": recipe["seed"]}
     parts: dict[str, dict[str, Any]] = {
         "world": {"schema": recipe["schema"], "scale": recipe["scale"], "binding": arts("sql/binding.sql"),
-                  "warehouse": _warehouse_fingerprint(recipe)},
+                  "warehouse": warehouse},
         "distill": {"schema": logical, "workflows": recipe["workflows"], "teacher": recipe["teacher"],
                     "format": recipe["format"], "tools": recipe["tools"], "eval": recipe["eval"],
                     "solutions": arts("solutions/")},
@@ -154,14 +161,15 @@ def _carry_hash(step: str, manifest: dict, reader: str) -> str:
     return manifest["outputs_hash"]
 
 
-def step_inputs_hash(step: str, plan: Plan, run_dir: Path) -> str:
+def step_inputs_hash(step: str, plan: Plan, run_dir: Path, plan_dir: Path | None = None) -> str:
     """Hash of everything the step reads; equal hashes mean the step can be reused."""
     data = plan.model_dump(mode="json", by_alias=True)
     upstream = {}
     for up in UPSTREAM[step]:
         manifest = _read_manifest(run_dir / up)
         upstream[up] = _carry_hash(up, manifest, step) if manifest else "missing"
-    return _canonical_hash({"step": step, "plan": _plan_parts(step, data["recipe"], data["artifacts"]),
+    warehouse = _warehouse_fingerprint(plan, plan_dir) if step == "world" else None
+    return _canonical_hash({"step": step, "plan": _plan_parts(step, data["recipe"], data["artifacts"], warehouse),
                             "upstream": upstream})
 
 
@@ -226,7 +234,7 @@ def _quarantine(step_dir: Path) -> Path:
 def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Console,
              force: bool) -> dict[str, Any]:
     step_dir = run_dir / step
-    inputs_hash = step_inputs_hash(step, plan, run_dir)
+    inputs_hash = step_inputs_hash(step, plan, run_dir, plan_dir)
     if step_dir.exists():
         manifest = _read_manifest(step_dir)
         if manifest is None:

@@ -77,7 +77,7 @@ BLOCK_KEYS: dict[str, dict[str, Key]] = {
         "scale": Key("float", "warehouse size knob (1.0 = default small)", "1.0", low=0,
                      low_open=True, high=1000),
         "warehouse": Key("string_or_env", "an existing DuckDB warehouse to bind instead of generating one "
-                         "(a path relative to where `craftc run` runs, or env(\"VAR\"))", "none"),
+                         "(a path relative to the recipe file, or env(\"VAR\"))", "none"),
     },
     "teacher": _TEACHER_KEYS,
     "backend": {"kind": Key("enum", "backend kind", "synthetic",
