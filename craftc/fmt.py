@@ -32,7 +32,8 @@ _comments: list[Token] = []
 def _fmt_parser() -> Lark:
     """A parser of the same grammar whose lexer reports comments to ``_comments``."""
     return Lark.open("grammar.lark", rel_to=__file__, parser="lalr", propagate_positions=True,
-                     maybe_placeholders=False, lexer_callbacks={"COMMENT": _comments.append})
+                     maybe_placeholders=False, lexer_callbacks={"COMMENT": _comments.append},
+                     cache=True)
 
 
 class FormatError(ValueError):

@@ -25,10 +25,12 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-import sqlglot
-from sqlglot import exp
-from sqlglot.errors import SqlglotError
-from sqlglot.optimizer.scope import Scope, traverse_scope
+from typing import TYPE_CHECKING
+
+from craftc.check import read_cache
+
+if TYPE_CHECKING:       # sqlglot is imported only when a solution is not in the read cache
+    from sqlglot.optimizer.scope import Scope
 
 __all__ = ["Read", "solution_reads", "missing_reads", "frame_column_misses", "schema_views",
            "parse_solution", "parse_sql"]
@@ -94,11 +96,16 @@ def _queries(text: str) -> list[tuple[str, str, int]]:
 
 
 def _select_aliases(scope: Scope) -> set[str]:
+    from sqlglot import exp
+
     select = scope.expression
     return set(select.named_selects) if isinstance(select, exp.Select) else set()
 
 
 def _derived_columns(scope: Scope) -> set[str]:
+    from sqlglot import exp
+    from sqlglot.optimizer.scope import Scope
+
     names = set()
     for source in scope.sources.values():
         if isinstance(source, Scope) and isinstance(source.expression, exp.Query):
@@ -107,6 +114,8 @@ def _derived_columns(scope: Scope) -> set[str]:
 
 
 def _tables(scope: Scope) -> dict[str, str]:
+    from sqlglot import exp
+
     return {alias: src.name for alias, src in scope.sources.items() if isinstance(src, exp.Table)}
 
 
@@ -116,6 +125,8 @@ def _own_columns(scope: Scope) -> list[exp.Column]:
     sqlglot lists an ``IN (SELECT ...)`` subquery's columns in the outer scope too (they
     could be correlated); they belong to the subquery's own scope, which resolves them.
     """
+    from sqlglot import exp
+
     own = scope.expression
     return [c for c in scope.columns if c.find_ancestor(exp.Query) in (own, None)]
 
@@ -154,6 +165,9 @@ def _scope_reads(scope: Scope, views: dict[str, set[str]], line: int) -> list[Re
 @lru_cache(maxsize=1024)
 def parse_sql(sql: str):
     """The sqlglot tree of a query (duckdb dialect), or None when it does not parse."""
+    import sqlglot
+    from sqlglot.errors import SqlglotError
+
     try:
         return sqlglot.parse_one(sql, read="duckdb")
     except (SqlglotError, ValueError, RecursionError):
@@ -161,6 +175,9 @@ def parse_sql(sql: str):
 
 
 def _sql_reads(sql: str, line: int, views: dict[str, set[str]]) -> list[Read]:
+    from sqlglot.errors import SqlglotError
+    from sqlglot.optimizer.scope import traverse_scope
+
     tree = parse_sql(sql)
     if tree is None:
         return []
@@ -184,17 +201,39 @@ def _views_of(key: tuple) -> dict[str, set[str]]:
 
 
 @lru_cache(maxsize=512)
-def _reads_cached(text: str, views_key: tuple) -> tuple[Read, ...]:
-    from craftc.check.solution_frames import frame_reads
+def _findings(text: str, views_key: tuple) -> tuple[tuple[Read, ...], tuple]:
+    """(reads, frame misses) of one solution, from the disk cache when it has them."""
+    from craftc.check.solution_frames import FrameMiss
 
-    views = _views_of(views_key)
+    digest = read_cache.views_digest(views_key)
+    cached = read_cache.lookup(text, digest)
+    if cached is not None:
+        try:
+            return (tuple(Read(*r) for r in cached["reads"]),
+                    tuple(FrameMiss(*m[:5], tuple(m[5])) for m in cached["misses"]))
+        except (KeyError, TypeError):
+            pass
+    found = _compute_findings(text, _views_of(views_key))
+    read_cache.store(text, digest, {"reads": [list(vars(r).values()) for r in found[0]],
+                                    "misses": [list(vars(m).values()) for m in found[1]]})
+    return found
+
+
+def _compute_findings(text: str, views: dict[str, set[str]]) -> tuple[tuple[Read, ...], tuple]:
+    from craftc.check.solution_frames import frame_misses, frame_reads
+
+    tree = parse_solution(text)
     reads: list[Read] = []
     for kind, arg, line in _queries(text):
         reads += [Read(arg, "", line)] if kind == "table" else _sql_reads(arg, line, views)
-    reads += frame_reads(parse_solution(text), views)
+    reads += frame_reads(tree, views)
     lines = text.splitlines()
     placed = [_placed(r, lines) for r in sorted(reads, key=lambda r: r.line)]
-    return tuple(dict.fromkeys(placed))
+    return tuple(dict.fromkeys(placed)), tuple(frame_misses(tree, views))
+
+
+def _reads_cached(text: str, views_key: tuple) -> tuple[Read, ...]:
+    return _findings(text, views_key)[0]
 
 
 def _placed(read: Read, lines: list[str]) -> Read:
@@ -244,8 +283,6 @@ def missing_reads(text: str, views: dict[str, set[str]], key: tuple | None = Non
 
 
 
-def frame_column_misses(text: str, views: dict[str, set[str]]) -> list:
+def frame_column_misses(text: str, views: dict[str, set[str]], key: tuple | None = None) -> list:
     """Subscripts of ``api.query`` frames that name a column the query does not return."""
-    from craftc.check.solution_frames import frame_misses
-
-    return frame_misses(parse_solution(text), views)
+    return list(_findings(text, key if key is not None else _key(views))[1])

@@ -204,7 +204,7 @@ def _check_solution_reads(w: WorkflowDecl, t: TurnDecl, text: str, name: str, in
                    span_at(name, read.line, read.col, len(read.column or read.view)),
                    f"restore it in the schema, {mapped}, or update `{name}` (line {read.line})",
                    (named_at,))
-    for miss in frame_column_misses(text, index.views):
+    for miss in frame_column_misses(text, index.views, index.views_key):
         guess = did_you_mean(miss.column, miss.columns)
         sources.setdefault(name, text)
         sink.error("E309", f"solution of workflow `{w.name}` reads column `{miss.column}` of "

@@ -61,3 +61,21 @@ def test_a_query_with_a_star_or_an_unnamed_expression_has_unknown_columns():
     text = ('a = api.query("SELECT * FROM campaign")\nb = api.query("SELECT count(*) FROM campaign")\n'
             'result = a["x"], b["y"]\n')
     assert frame_column_misses(text, VIEWS) == []
+
+
+def test_a_warm_check_reads_the_cache_and_never_imports_sqlglot(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    probe = ("import sys\nfrom craftc.frontend import load_recipe\n"
+             "r = load_recipe(sys.argv[1])\n"
+             "print(sorted((d.code, d.span.line, d.span.col) for d in r.diagnostics), 'sqlglot' in sys.modules)\n")
+    recipe = ROOT / "tests/compiler/malformed/workflows_solution_subquery_scoping.craft"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CRAFTC_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", probe, str(recipe)], env=env, capture_output=True,
+                           text=True, check=True).stdout for _ in range(2)]
+    cold, warm = (run.rsplit(" ", 1) for run in runs)
+    assert cold[0] == warm[0] and "('E309', 4, 31)" in cold[0]
+    assert (cold[1].strip(), warm[1].strip()) == ("True", "False")
+    assert list(tmp_path.rglob("*.json"))
