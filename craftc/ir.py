@@ -323,6 +323,10 @@ class Recipe(Node):
     # is, relative to the plan dir, so the world step finds the file from any cwd.
     warehouse: str | None = None
     warehouse_env: str | None = None
+    # What a run does when a workflow loses its training data (a reference skipped by the
+    # gate, a workflow with no accepted trajectory): `warn` (console and funnel.md) or
+    # `error` (the gate or dataset step fails).
+    on_loss: Literal["warn", "error"] = "warn"
     schema_: Schema = Field(alias="schema")
     workflows: tuple[Workflow, ...] = ()
     tools: tuple[Tool, ...] = ()

@@ -127,9 +127,9 @@ def _plan_parts(step: str, recipe: dict, artifacts: dict[str, str], warehouse: l
                     "format": recipe["format"], "tools": recipe["tools"], "eval": recipe["eval"],
                     "solutions": arts("solutions/")},
         "gate": {"schema": logical, "gates": recipe["gates"], "judges": recipe["judges"],
-                 "format": recipe["format"]},
+                 "format": recipe["format"], "on_loss": recipe["on_loss"]},
         "dataset": {"prompts": arts("prompts/"), "input_builder": arts("specs/input_builder.json"),
-                    "format": recipe["format"], "eval": recipe["eval"]},
+                    "format": recipe["format"], "eval": recipe["eval"], "on_loss": recipe["on_loss"]},
         # Only the sft stages' own files: a GRPO setting must not retrain SFT. The eval
         # block's baseline_budget sets the stuffed arm's steps, so it is an SFT input.
         "sft": {"stages": [s for s in stages if s["kind"] == "sft"], "models": models,
@@ -278,7 +278,12 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
         shutil.rmtree(old)
     else:
         tmp_dir.rename(step_dir)
-    console.print(f"[green]✓[/] {step}: done in {wall_s:.1f}s")
+    warnings = result.metrics.get("warnings") or ()
+    if warnings:
+        console.print(f"[yellow]![/] {step}: done in {wall_s:.1f}s with {len(warnings)} warning(s) "
+                      "(above, and under `warnings` in its manifest)")
+    else:
+        console.print(f"[green]✓[/] {step}: done in {wall_s:.1f}s")
     return {"step": step, "status": "ran", "wall_s": wall_s}
 
 

@@ -78,6 +78,9 @@ BLOCK_KEYS: dict[str, dict[str, Key]] = {
                      low_open=True, high=1000),
         "warehouse": Key("string_or_env", "an existing DuckDB warehouse to bind instead of generating one "
                          "(a path relative to the recipe file, or env(\"VAR\"))", "none"),
+        "on_loss": Key("enum", "when a workflow loses training data in a run (a skipped reference, "
+                       "no accepted trajectory): `warn`, or `error` to fail the step", "warn",
+                       choices=("warn", "error")),
     },
     "teacher": _TEACHER_KEYS,
     "backend": {"kind": Key("enum", "backend kind", "synthetic",

@@ -96,6 +96,7 @@ def funnel_markdown(funnel: dict[str, Any]) -> str:
     lines = ["# Tri-Gate funnel", "",
              f"{funnel['candidates']} candidates -> {funnel['accepted']} accepted "
              f"({funnel['acceptance_rate']:.1%}).", "",
+             *_losses_markdown(funnel.get("losses", [])),
              "| gate | entered | rejected | passed | reasons |", "| --- | ---: | ---: | ---: | --- |"]
     for g in funnel["gates"]:
         reasons = ", ".join(f"{k} {v}" for k, v in g["reasons"].items()) or "-"
@@ -119,6 +120,12 @@ def funnel_markdown(funnel: dict[str, Any]) -> str:
                 lines += [f"**{g['gate']} / {reason}** `{example['candidate_id']}`: {example['reason']}", "",
                           "```", example["text"].replace("```", "'''"), "```", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _losses_markdown(losses: list[dict]) -> list[str]:
+    from runtime.distill.losses import losses_markdown
+
+    return losses_markdown(losses)
 
 
 def print_funnel(funnel: dict[str, Any], console: Console) -> None:
