@@ -54,7 +54,7 @@ def _show_diagnostics(load) -> None:
 
 
 def cmd_compile(args) -> int:
-    from craftc.emit.compile import compile_recipe
+    from craftc.emit.compile import compile_recipe, plan_dir_files
     from craftc.emit.plan import write_plan_files
 
     recipes = [Path(r) for r in args.recipes] or _recipes_under(Path("recipes"))
@@ -70,8 +70,9 @@ def cmd_compile(args) -> int:
             out = Path(args.output)
         else:
             out = Path(args.output or "build") / compiled.recipe.name
-        write_plan_files(compiled.files, out)
-        print(f"compiled {recipe} -> {out} (profile {compiled.recipe.profile}, {len(compiled.files)} files)")
+        files = plan_dir_files(compiled, recipe, out)
+        write_plan_files(files, out)
+        print(f"compiled {recipe} -> {out} (profile {compiled.recipe.profile}, {len(files)} files)")
     return 1 if failed else 0
 
 
@@ -83,6 +84,9 @@ def cmd_check(args) -> int:
     # A schema spec is checked on its own; a recipe together with the schema it uses.
     results = [(recipe, (load_schema if looks_like_schema(Path(recipe)) else load_recipe)(recipe))
                for recipe in args.recipes]
+    if args.preflight:
+        for recipe, load in results:
+            _preflight(recipe, load, quiet=args.format == "json")
     if args.format == "json":
         payload = [{"file": r, "ok": load.ok, "diagnostics": json.loads(load.to_json())} for r, load in results]
         print(json.dumps(payload, indent=2, sort_keys=True))
@@ -92,6 +96,20 @@ def cmd_check(args) -> int:
             if load.ok:
                 print(f"{recipe}: ok")
     return 0 if all(load.ok for _, load in results) else 1
+
+
+def _preflight(recipe: str, load, quiet: bool) -> None:
+    """Add the preflight's findings (E310, E311) to a recipe that checked clean."""
+    from craftc.diagnostics import sort_diagnostics
+
+    if load.recipe is None:
+        return
+    from craftc.preflight import preflight   # imported here: it brings the sandbox and DuckDB
+
+    if not quiet:
+        _err(f"preflight: running every reference of `{recipe}` through the gates ...")
+    found = preflight(load, Path(recipe))
+    load.diagnostics = sort_diagnostics([*load.diagnostics, *found])
 
 
 # ------------------------------------------------------------------ diff
@@ -187,6 +205,7 @@ def cmd_fmt(args) -> int:
         unformatted += 1
         if args.check:
             print(f"would reformat {path}")
+            sys.stdout.writelines(_unified_diff(path, result.text))
         else:
             tmp = path.with_name(f".{path.name}.craftc-fmt")
             tmp.write_text(result.text, encoding="utf-8")
@@ -198,6 +217,16 @@ def cmd_fmt(args) -> int:
         _err(f"{unformatted} file(s) would be reformatted; run `craftc fmt FILE...`")
         return 1
     return 0
+
+
+def _unified_diff(path: Path, formatted: str) -> list[str]:
+    """What `craftc fmt` would change in ``path``, as a unified diff."""
+    import difflib
+
+    before = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines = list(difflib.unified_diff(before, formatted.splitlines(keepends=True),
+                                      f"{path.as_posix()}", f"{path.as_posix()} (formatted)"))
+    return [line if line.endswith("\n") else line + "\n" for line in lines]
 
 
 def cmd_explain(args) -> int:
@@ -319,6 +348,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="validate recipes without writing anything")
     p.add_argument("recipes", nargs="+", metavar="RECIPE")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--preflight", action="store_true",
+                   help="also build the warehouse (in a temp dir) and run every reference solution "
+                        "through the gates, as a run would, before any teacher is called (E310, E311)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("diff", help="compare two plans (exit 0 same, 2 different, 1 error)")

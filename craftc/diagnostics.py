@@ -16,7 +16,6 @@ The text rendering follows rustc/ruff::
 
 from __future__ import annotations
 
-import difflib
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -108,6 +107,8 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
         >>> did_you_mean("Campaing", ["Campaign", "Advertiser"])
         'Campaign'
     """
+    import difflib     # only the error path needs it
+
     pool = sorted(set(candidates))
     matches = difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
     if not matches:

@@ -1,7 +1,15 @@
 """Canonical formatting of .craft files: ``craftc fmt``.
 
-One construct per line, two-space indentation, one blank line between top-level
-items, blank lines inside blocks kept (collapsed to one), values spelled as written.
+The style of README.md and docs/language.md: one construct per line, two-space
+indentation, one blank line between top-level items, blank lines kept (collapsed to
+one, also around comments), values spelled as written. Inside an entity, workflow or
+conversation the short keywords are padded to the width of `field` so values line up
+(`doc   "..."`, `key   id`, `uses  A, B`). A settings block written on one line stays
+on one line (`stage sft { epochs 3  lr 3e-4 }`, settings two spaces apart), and the
+`{` of consecutive one-line blocks of the same kind lines up (`stage sft  {` over
+`stage grpo {`); a block written over several lines keeps one setting per line. A
+`turn` written over several lines, or longer than WRAP_AT columns on one, puts each
+`or`, `solution` and `expect` on its own line, indented one step deeper.
 Comments are kept: the lexer hands every ``#`` comment to a callback, and each is put
 back next to the line it was on (trailing comments) or before the item that follows
 it (comments on their own line). Formatting is idempotent: formatting formatted text
@@ -32,7 +40,8 @@ _comments: list[Token] = []
 def _fmt_parser() -> Lark:
     """A parser of the same grammar whose lexer reports comments to ``_comments``."""
     return Lark.open("grammar.lark", rel_to=__file__, parser="lalr", propagate_positions=True,
-                     maybe_placeholders=False, lexer_callbacks={"COMMENT": _comments.append})
+                     maybe_placeholders=False, lexer_callbacks={"COMMENT": _comments.append},
+                     cache=True)
 
 
 class FormatError(ValueError):
@@ -53,18 +62,19 @@ class FormatResult:
 
 
 def format_source(text: str, file: str = "<input>") -> str:
-    """The canonical form of ``text``.
+    r"""The canonical form of ``text``.
 
     Raises:
         FormatError: the text has a syntax error (its diagnostics are attached).
 
     Example:
-        >>> print(format_source('recipe r { seed 7  stage sft { epochs 3  lr 3e-4 } }'), end="")
+        >>> print(format_source('recipe r { seed 7  stage sft {epochs 3 lr 3e-4}\n'
+        ...                     'stage grpo {\n from sft\n} }'), end="")
         recipe r {
           seed 7
-          stage sft {
-            epochs 3
-            lr 3e-4
+          stage sft { epochs 3  lr 3e-4 }
+          stage grpo {
+            from sft
           }
         }
     """
@@ -134,6 +144,22 @@ def _end_line_of(node) -> int:
 
 
 _BLOCK_RULES = ("tool", "format", "teacher", "judge", "gate", "reward", "model", "stage", "eval")
+_ALIGNED_BODIES = ("entity", "workflow", "conversation")   # keywords padded to KEYWORD_WIDTH
+KEYWORD_WIDTH = len("field")
+WRAP_AT = 100
+
+
+def _one_line(node) -> bool:
+    return isinstance(node, Tree) and not node.meta.empty and node.meta.line == node.meta.end_line
+
+
+def _block_of(node: Tree) -> Tree | None:
+    return next((t for t in node.children if isinstance(t, Tree) and t.data == "block"), None)
+
+
+def _head_of(node: Tree) -> str:
+    name = next((str(t) for t in node.children if isinstance(t, Token)), None)
+    return f"{node.data} {name}" if name else node.data
 _PREC = {"add": 1, "sub": 1, "mul": 2, "div": 2}
 _SYM = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
@@ -142,6 +168,8 @@ class _Printer:
     def __init__(self):
         self.out: list[_Line] = []
         self.blank_lines: list[int] = []     # sorted source line numbers that are blank
+        self.align = False                   # inside an entity, workflow or conversation
+        self.head_width: dict[int, int] = {}  # id(block node) -> width its head is padded to
 
     def blank_between(self, after: int, before: int) -> bool:
         i = bisect.bisect_right(self.blank_lines, after)
@@ -159,6 +187,7 @@ class _Printer:
         return self.out
 
     def items(self, children, depth: int) -> None:
+        self.align_heads(children)
         prev_end = None
         for child in children:
             start = len(self.out)
@@ -167,6 +196,30 @@ class _Printer:
                     self.blank_between(prev_end, _line_of(child)):
                 self.out[start].blank_before = True
             prev_end = _end_line_of(child)
+
+    def align_heads(self, children) -> None:
+        """Pad the heads of consecutive one-line blocks of one kind so their `{` line up."""
+        group: list[Tree] = []
+
+        def flush():
+            if len(group) > 1:
+                width = max(len(_head_of(n)) for n in group)
+                self.head_width.update({id(n): width for n in group})
+            group.clear()
+
+        prev_end = None
+        for child in children:
+            block = _block_of(child) if isinstance(child, Tree) and child.data in _BLOCK_RULES else None
+            joins = block is not None and _one_line(child) and bool(block.children)
+            if joins and group and (group[-1].data != child.data
+                                    or self.blank_between(prev_end, _line_of(child))):
+                flush()
+            if joins:
+                group.append(child)
+            else:
+                flush()
+            prev_end = _end_line_of(child) if isinstance(child, Tree) else prev_end
+        flush()
 
     def item(self, node, depth: int) -> None:
         if isinstance(node, Token):
@@ -177,7 +230,10 @@ class _Printer:
         elif rule in _BLOCK_RULES:
             self.named_block(node, depth)
         else:
-            self.emit(depth, self.line(node), _line_of(node), _col_of(node))
+            if rule == "turn":
+                self.turn_lines(node, depth)
+            else:
+                self.emit(depth, self.keyword_aligned(self.line(node)), _line_of(node), _col_of(node))
 
     def container(self, node: Tree, depth: int) -> None:
         c = node.children
@@ -187,31 +243,48 @@ class _Printer:
         else:
             head, body = f"{rule} {c[0]}", c[1:]
         self.emit(depth, head + " {", _line_of(node), _col_of(node))
+        outer, self.align = self.align, rule in _ALIGNED_BODIES
         self.items(body, depth + 1)
+        self.align = outer
         self.emit(depth, "}", _end_line_of(node), _end_col_of(node))
 
     def named_block(self, node: Tree, depth: int) -> None:
-        name = next((str(t) for t in node.children if isinstance(t, Token)), None)
-        block = next((t for t in node.children if isinstance(t, Tree)), None)
-        head = f"{node.data} {name}" if name else node.data
-        self.block(head, block, depth, node)
+        head = _head_of(node).ljust(self.head_width.get(id(node), 0))
+        self.block(head, _block_of(node), depth, node)
+
+    def inline_block(self, block: Tree) -> str:
+        """A block on one line: ``{ key value  key value }``."""
+        parts = []
+        for setting in block.children:
+            key = str(setting.children[0].children[0])
+            if setting.data == "nested":
+                parts.append(f"{key} {self.inline_block(setting.children[1])}")
+            else:
+                parts.append(f"{key} " + ", ".join(self.value(v) for v in setting.children[1:]))
+        return "{ " + "  ".join(parts) + " }" if parts else "{}"
 
     def block(self, head: str, block: Tree | None, depth: int, owner) -> None:
         src, col = _line_of(owner), _col_of(owner)
         if block is None:
-            self.emit(depth, head, src, col)
+            self.emit(depth, head.rstrip(), src, col)
             return
-        if not block.children:
-            self.emit(depth, head + " {}", src, col)
+        if not block.children or _one_line(block):
+            self.emit(depth, f"{head} {self.inline_block(block)}", src, col)
             return
-        self.emit(depth, head + " {", src, col)
+        self.emit(depth, head.rstrip() + " {", src, col)
+        shared_line = None        # settings written on one source line stay on one line
         for setting in block.children:
             key = str(setting.children[0].children[0])
             if setting.data == "nested":
                 self.block(key, setting.children[1], depth + 1, setting)
+                shared_line = None
+                continue
+            text = f"{key} " + ", ".join(self.value(v) for v in setting.children[1:])
+            if shared_line is not None and shared_line == _line_of(setting) and _one_line(setting):
+                self.out[-1].text += "  " + text
             else:
-                values = ", ".join(self.value(v) for v in setting.children[1:])
-                self.emit(depth + 1, f"{key} {values}", _line_of(setting), _col_of(setting))
+                self.emit(depth + 1, text, _line_of(setting), _col_of(setting))
+            shared_line = _end_line_of(setting)
         self.emit(depth, "}", _end_line_of(block), _end_col_of(block))
 
     # ------------------------------------------------------------ one-line constructs
@@ -257,6 +330,28 @@ class _Printer:
         if rule == "turn":
             return self.turn(node)
         return " ".join(str(x) for x in c)   # unreachable for the current grammar
+
+    def keyword_aligned(self, text: str) -> str:
+        """``doc "x"`` -> ``doc   "x"`` inside entities, workflows and conversations."""
+        if not self.align:
+            return text
+        word, sep, rest = text.partition(" ")
+        return f"{word.ljust(KEYWORD_WIDTH)} {rest}" if sep and len(word) < KEYWORD_WIDTH else text
+
+    def turn_lines(self, node: Tree, depth: int) -> None:
+        """One line, or (written over several lines, or too long) one part per line."""
+        one = self.turn(node)
+        if _one_line(node) and len("  " * depth + one) <= WRAP_AT:
+            self.emit(depth, one, _line_of(node), _col_of(node))
+            return
+        asks = [t for t in node.children if isinstance(t, Token)]
+        self.emit(depth, f"turn {asks[0]}", _line_of(asks[0]), _col_of(node))
+        for ask in asks[1:]:
+            self.emit(depth + 1, f"or {ask}", _line_of(ask), _col_of(ask))
+        for x in node.children:
+            if isinstance(x, Tree):
+                text = f"solution {x.children[0]}" if x.data == "solution" else self.expect(x)
+                self.emit(depth + 1, text, _line_of(x), _col_of(x))
 
     def tail(self, parts) -> str:
         out = ""
@@ -309,7 +404,8 @@ class _Printer:
         elif e.data == "call":
             text = f"{e.children[0]}({self.expr(e.children[1])})"
         elif e.data == "neg":
-            text = f"-{self.expr(e.children[0], 3)}"
+            inner = self.expr(e.children[0], 3)
+            text = f"-({inner})" if inner.startswith("-") else f"-{inner}"
         else:
             p = _PREC[e.data]
             right_level = p + (e.data in ("sub", "div"))
@@ -332,6 +428,7 @@ def _owner_line(lines: list[_Line], starts: list[int], src: int, com: Token) -> 
 def _weave(lines: list[_Line], comments: list[Token], text: str) -> str:
     """Output lines with the comments put back and blank lines restored."""
     trailing: dict[int, list[str]] = {}      # output line index -> comments
+    trailing_col: dict[int, int] = {}        # output line index -> source column of its comment
     leading: dict[int, list[tuple[int, str]]] = {}
     src_lines = text.splitlines()
     code_lines = {ln.src for ln in lines}
@@ -343,23 +440,39 @@ def _weave(lines: list[_Line], comments: list[Token], text: str) -> str:
             at = bisect.bisect_right(targets, com.line)
             owner = com.line if com.line in code_lines else (targets[at - 1] if at else None)
             if owner is not None:
-                trailing.setdefault(_owner_line(lines, starts, owner, com), []).append(
-                    str(com).rstrip())
+                at_line = _owner_line(lines, starts, owner, com)
+                trailing.setdefault(at_line, []).append(str(com).rstrip())
+                if starts.count(lines[at_line].src) == 1:     # its source line was not split
+                    trailing_col.setdefault(at_line, com.column)
                 continue
         nxt = bisect.bisect_right(starts, com.line)
         leading.setdefault(nxt, []).append(
             (com.line, str(com).rstrip()))
+    def blank(line: int) -> bool:
+        return 1 <= line <= len(src_lines) and not src_lines[line - 1].strip()
+
     out: list[str] = []
     for i, ln in enumerate(lines):
-        if ln.blank_before and out:
+        comments = leading.get(i, [])
+        # Blank lines around own-line comments are kept as written (collapsed to one);
+        # a top-level item keeps its blank line before its comments.
+        before = (blank(comments[0][0] - 1) or ln.blank_before and ln.indent == 0) if comments \
+            else ln.blank_before
+        if before and out and out[-1] != "":
             out.append("")
         # A comment just before a closing brace belongs inside the block.
         indent = ln.indent + (ln.text == "}")
-        for _, com in leading.get(i, []):
+        for k, (line, com) in enumerate(comments):
+            if k and blank(line - 1) and out[-1] != "":
+                out.append("")
             out.append("  " * indent + com)
+        if comments and ln.text != "}" and blank(comments[-1][0] + 1):
+            out.append("")
         body = "  " * ln.indent + ln.text
         if i in trailing:
-            body += "  " + "  ".join(trailing[i])
+            # A comment keeps its column when the code still ends before it (aligned
+            # comments stay aligned); otherwise it follows two spaces after the code.
+            body = body.ljust(max(len(body) + 2, trailing_col.get(i, 0) - 1)) + "  ".join(trailing[i])
         out.append(body)
     tail = leading.get(len(lines), [])
     if tail and out:

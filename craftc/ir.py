@@ -547,18 +547,25 @@ class Recipe(Node):
     profiles: tuple[str, ...] = ()       # every profile the recipe declares
     seed: int = Field(0, ge=0, description="seed of every random choice in the pipeline")
     scale: float = Field(1.0, gt=0, le=1000, description="warehouse size knob (1.0 = default small)")
-    # An existing warehouse to use instead of generating one: a DuckDB file, resolved
-    # where `craftc run` runs (it is run-time data, not part of the plan), or the
-    # environment variable that names it.
+    # An existing warehouse to use instead of generating one: a DuckDB file, relative to
+    # the recipe file like every other path (stored normalised, never absolute unless
+    # written so), or the environment variable that names it. It is run-time data, not
+    # part of the plan: the plan dir's `source.json` says where the recipe's directory
+    # is, relative to the plan dir, so the world step finds the file from any cwd.
     warehouse: str | None = Field(
         None, description="an existing DuckDB warehouse to bind instead of generating one (a path "
-        'relative to where `craftc run` runs, or env("VAR"))',
+        'relative to the recipe file, or env("VAR"))',
         json_schema_extra=_surface(type="string_or_env"))
     warehouse_env: str | None = None
     references: Literal["visible", "hidden"] = Field(
         "visible", description="`hidden` runs the recipe as if no workflow had a reference solution: "
         "the gate, rewards and eval judge by checks and agreement (the synthetic teacher still reads "
         "the solutions)")
+    # What a run does when a workflow loses its training data (a reference skipped by the
+    # gate, a workflow with no accepted trajectory).
+    on_loss: Literal["warn", "error"] = Field(
+        "warn", description="when a workflow loses training data in a run (a skipped reference, no "
+        "accepted trajectory): `warn`, or `error` to fail the step")
     schema_: Schema = Field(alias="schema")
     workflows: tuple[Workflow, ...] = ()
     tools: tuple[Tool, ...] = ()

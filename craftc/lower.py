@@ -8,6 +8,8 @@ frontend only hands out a Recipe when no error was reported.
 
 from __future__ import annotations
 
+import posixpath
+
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,6 +198,8 @@ def head_span(b: Block) -> Span:
 def lower_recipe(decl: RecipeDecl, ctx: LoweringContext, sink: DiagnosticSink) -> Recipe:
     """Recipe IR; every problem found on the way goes to ``sink``."""
     top = resolve_settings("recipe", decl.settings, sink, f"recipe {decl.name}")
+    if top.get("warehouse") and not posixpath.isabs(top["warehouse"]):
+        top["warehouse"] = posixpath.normpath(top["warehouse"])    # relative to the recipe file
     blocks = _blocks_by_kind(decl.blocks)
     models = _lower_models(blocks.get("model", []), ctx, sink)
     stages = _inherit_bases(tuple(_lower_stage(b, models, ctx, sink) for b in blocks.get("stage", [])),

@@ -25,9 +25,10 @@ __all__ = ["ParseResult", "get_parser", "parse_tree", "parse_source"]
 
 @lru_cache(maxsize=1)
 def get_parser() -> Lark:
-    """The shared LALR parser (grammar loaded once; about 40 ms)."""
+    """The shared LALR parser, loaded from lark's cache of the built tables when it has
+    them (keyed by the grammar's hash; about 40 ms to build, a few to load)."""
     return Lark.open("grammar.lark", rel_to=__file__, parser="lalr",
-                     propagate_positions=True, maybe_placeholders=False)
+                     propagate_positions=True, maybe_placeholders=False, cache=True)
 
 
 @dataclass
@@ -110,14 +111,8 @@ def _indent_at(text: str, offset: int) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
-def _unclosed_block(text: str, upto: int) -> tuple[int, str] | None:
-    """The offset and header (e.g. ``stage sft``) of the `{` that most likely lacks its `}`.
-
-    That is the first block closed by a `}` indented differently from the block's own
-    line (the `}` was meant for an outer block), or else the innermost block still open.
-    """
-    stack: list[int] = []
-    suspect: int | None = None
+def _braces(text: str, upto: int):
+    """The offsets of every `{` and `}` before ``upto`` outside strings and comments."""
     i, n = 0, min(upto, len(text))
     while i < n:
         ch = text[i]
@@ -135,22 +130,82 @@ def _unclosed_block(text: str, upto: int) -> tuple[int, str] | None:
                 j += 2 if text[j] == "\\" else 1
             i = j + 1
             continue
+        if ch in "{}":
+            yield i, ch
+        i += 1
+
+
+def _starts_line(text: str, offset: int) -> bool:
+    return text[text.rfind("\n", 0, offset) + 1:offset].strip() == ""
+
+
+@dataclass(frozen=True)
+class BraceIssue:
+    """An unbalanced brace found from indentation: a `{` whose `}` is missing, or an extra `}`."""
+
+    kind: str          # "missing" (offset is the `{`) or "extra" (offset is the `}`)
+    offset: int
+    opener: int | None  # the `{` of the block concerned (for "extra": the block it would close)
+    closer: int | None = None  # for "missing": the outer block's `}` that revealed it
+
+
+def brace_issue(text: str, upto: int | None = None) -> BraceIssue | None:
+    """The first brace that the indentation says is unbalanced, if any.
+
+    A `}` on its own line is meant for the open block whose line is indented like it:
+    when it is indented less than the innermost open block, that block lacks its `}`;
+    when it is indented more, it is an extra `}` (or there is nothing left to close).
+
+    Example:
+        >>> brace_issue("recipe r {\\n  stage s {\\n    epochs 3\\n}\\n")
+        BraceIssue(kind='missing', offset=21, opener=21, closer=36)
+    """
+    stack: list[int] = []
+    for offset, ch in _braces(text, len(text) if upto is None else upto):
+        if ch == "{":
+            stack.append(offset)
+            continue
+        if not stack:
+            return BraceIssue("extra", offset, None)
+        if not _starts_line(text, offset) or text.count("\n", stack[-1], offset) == 0:
+            stack.pop()
+            continue
+        indent = _indent_at(text, offset)
+        if indent < _indent_at(text, stack[-1]):
+            return BraceIssue("missing", stack[-1], stack[-1], offset)
+        if indent > _indent_at(text, stack[-1]):
+            return BraceIssue("extra", offset, stack[-1])
+        stack.pop()
+    return None
+
+
+def _header(text: str, start: int) -> str:
+    """The words before a `{` on its line, e.g. ``stage sft``."""
+    line_start = text.rfind("\n", 0, start) + 1
+    match = _OPEN_HEADER.search(text[line_start:start])
+    return " ".join(match.group(1).split()) if match else "block"
+
+
+def _unclosed_block(text: str, upto: int) -> tuple[int, str] | None:
+    """The offset and header (e.g. ``stage sft``) of the `{` that most likely lacks its `}`.
+
+    That is the first block closed by a `}` indented differently from the block's own
+    line (the `}` was meant for an outer block), or else the innermost block still open.
+    """
+    stack: list[int] = []
+    suspect: int | None = None
+    for i, ch in _braces(text, upto):
         if ch == "{":
             stack.append(i)
-        elif ch == "}" and stack:
+        elif stack:
             opener = stack.pop()
-            own_line = text[text.rfind("\n", 0, i) + 1:i].strip() == ""
-            if suspect is None and own_line and text.count("\n", opener, i) and \
+            if suspect is None and _starts_line(text, i) and text.count("\n", opener, i) and \
                     _indent_at(text, i) != _indent_at(text, opener):
                 suspect = opener
-        i += 1
     if not stack:
         return None
     start = suspect if suspect is not None else stack[-1]
-    line_start = text.rfind("\n", 0, start) + 1
-    match = _OPEN_HEADER.search(text[line_start:start])
-    header = " ".join(match.group(1).split()) if match else "block"
-    return start, header
+    return start, _header(text, start)
 
 
 def _line_col(text: str, offset: int) -> tuple[int, int]:
@@ -172,9 +227,52 @@ def syntax_diagnostic(err: UnexpectedInput, text: str, file: str) -> Diagnostic:
         return _bad_character(err, text, file)
     token = getattr(err, "token", None)
     at_end = isinstance(err, UnexpectedEOF) or (token is not None and token.type == "$END")
+    error_at = len(text) if at_end or token is None else token.start_pos
+    issue = brace_issue(text)
+    if issue is not None and issue.offset <= error_at:
+        return _unbalanced_brace(issue, text, file)
     if at_end:
         return _unexpected_end(err, text, file)
     return _unexpected_token(err, text, file)
+
+
+def _unbalanced_brace(issue: BraceIssue, text: str, file: str) -> Diagnostic:
+    """E011 at the brace the indentation shows to be unbalanced, with a note at its block."""
+    line, col = _line_col(text, issue.offset)
+    span = span_at(file, line, col)
+    if issue.kind == "missing":
+        header = _header(text, issue.offset)
+        last = _last_line_of_block(text, issue.offset)
+        c_line, c_col = _line_col(text, issue.closer)
+        where = f"at the end of line {last}" if last == line else \
+            f"on its own line after line {last}, indented like `{header}`"
+        return Diagnostic(
+            "E011", "error", f"missing `}}` to close `{header}`", span, f"add `}}` {where}",
+            (f"`{header}` opens its block here; the `}}` at {file}:{c_line}:{c_col} is indented "
+             f"like an outer block, so it is taken to close that block",))
+    notes = ()
+    if issue.opener is not None:
+        o_line, o_col = _line_col(text, issue.opener)
+        notes = (f"the innermost open block is `{_header(text, issue.opener)}` at "
+                 f"{file}:{o_line}:{o_col}, indented differently",)
+    return Diagnostic("E011", "error", "extra `}`", span,
+                      "remove this `}`, or add the `{` it was meant to close", notes)
+
+
+def _last_line_of_block(text: str, opener: int) -> int:
+    """The last non-blank line indented deeper than the line of ``opener`` (1-based)."""
+    lines = text.splitlines()
+    first, _ = _line_col(text, opener)
+    indent = _indent_at(text, opener)
+    last = first
+    for number in range(first + 1, len(lines) + 1):
+        stripped = lines[number - 1].strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if len(lines[number - 1]) - len(lines[number - 1].lstrip(" \t")) <= indent:
+            break
+        last = number
+    return last
 
 
 def _bad_character(err: UnexpectedCharacters, text: str, file: str) -> Diagnostic:

@@ -98,19 +98,26 @@ def _logical_schema(schema: dict) -> dict:
     return strip(schema)
 
 
-def _warehouse_fingerprint(recipe: dict) -> list:
+def _warehouse_fingerprint(plan: Plan, plan_dir: Path | None) -> list:
     """An existing warehouse is run-time data: rebuilding it in place must rerun the world step."""
-    name = recipe["warehouse"] or os.environ.get(recipe["warehouse_env"] or "", "")
-    if not name:
-        return [None, recipe["warehouse_env"]]
+    from runtime.world.step import existing_warehouse
+
+    recipe = plan.recipe
     try:
-        stat = Path(name).stat()
+        path = existing_warehouse(recipe, plan_dir or Path("."))
+    except StepError:
+        path = None          # the world step reports it
+    name = recipe.warehouse or os.environ.get(recipe.warehouse_env or "", "")
+    if path is None:
+        return [name or None, recipe.warehouse_env] if not name else [name, "missing"]
+    try:
+        stat = path.stat()
     except OSError:
         return [name, "missing"]
     return [name, stat.st_size, stat.st_mtime_ns]
 
 
-def _plan_parts(step: str, recipe: dict, artifacts: dict[str, str]) -> dict[str, Any]:
+def _plan_parts(step: str, recipe: dict, artifacts: dict[str, str], warehouse: list | None = None) -> dict[str, Any]:
     """The parts of the plan a step reads."""
     stages = recipe["stages"]
     models = recipe["models"]
@@ -122,15 +129,15 @@ def _plan_parts(step: str, recipe: dict, artifacts: dict[str, str]) -> dict[str,
     common = {"seed": recipe["seed"]}
     parts: dict[str, dict[str, Any]] = {
         "world": {"schema": recipe["schema"], "scale": recipe["scale"], "binding": arts("sql/binding.sql"),
-                  "warehouse": _warehouse_fingerprint(recipe)},
+                  "warehouse": warehouse},
         "distill": {"schema": logical, "workflows": recipe["workflows"], "teacher": recipe["teacher"],
                     "format": recipe["format"], "tools": recipe["tools"], "eval": recipe["eval"],
                     "solutions": arts("solutions/")},
         "gate": {"schema": logical, "gates": recipe["gates"], "judges": recipe["judges"],
                  "format": recipe["format"], "spec": arts("specs/gates.json"),
-                 "judge_prompts": arts("prompts/judges/")},
+                 "judge_prompts": arts("prompts/judges/"), "on_loss": recipe["on_loss"]},
         "dataset": {"prompts": arts("prompts/"), "input_builder": arts("specs/input_builder.json"),
-                    "format": recipe["format"], "eval": recipe["eval"]},
+                    "format": recipe["format"], "eval": recipe["eval"], "on_loss": recipe["on_loss"]},
         # Only the sft stages' own files: a GRPO setting must not retrain SFT. The eval
         # block's baseline_budget sets the stuffed arm's steps, so it is an SFT input.
         "sft": {"stages": [s for s in stages if s["kind"] == "sft"], "models": models,
@@ -192,7 +199,7 @@ def _adopt_prepared(step: str, plan: Plan, plan_dir: Path, run_dir: Path, consol
     # Upstream steps adopted first (UPSTREAM order), so the hash names what was trained on.
     _write_manifest(step_dir, {**manifest, "status": "complete", "metrics": metrics, "outputs": files,
                                "outputs_hash": outputs_hash, "launched_by_hand": True,
-                               "inputs_hash": step_inputs_hash(step, plan, run_dir)})
+                               "inputs_hash": step_inputs_hash(step, plan, run_dir, plan_dir)})
     console.print(f"[green]✓[/] {step}: adopted what its launch trained ({step_dir})")
     return True
 
@@ -206,14 +213,15 @@ def _carry_hash(step: str, manifest: dict, reader: str) -> str:
     return manifest["outputs_hash"]
 
 
-def step_inputs_hash(step: str, plan: Plan, run_dir: Path) -> str:
+def step_inputs_hash(step: str, plan: Plan, run_dir: Path, plan_dir: Path | None = None) -> str:
     """Hash of everything the step reads; equal hashes mean the step can be reused."""
     data = plan.model_dump(mode="json", by_alias=True)
     upstream = {}
     for up in UPSTREAM[step]:
         manifest = _read_manifest(run_dir / up)
         upstream[up] = _carry_hash(up, manifest, step) if manifest else "missing"
-    return _canonical_hash({"step": step, "plan": _plan_parts(step, data["recipe"], data["artifacts"]),
+    warehouse = _warehouse_fingerprint(plan, plan_dir) if step == "world" else None
+    return _canonical_hash({"step": step, "plan": _plan_parts(step, data["recipe"], data["artifacts"], warehouse),
                             "upstream": upstream})
 
 
@@ -290,7 +298,7 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
             _adopt_prepared(step, plan, plan_dir, run_dir, console)
         except StepError as exc:   # prepared but not launched yet: this run trains it
             console.print(f"[yellow]![/] {step}: prepared for a launch by hand that has not finished ({exc})")
-    inputs_hash = step_inputs_hash(step, plan, run_dir)
+    inputs_hash = step_inputs_hash(step, plan, run_dir, plan_dir)
     if step_dir.exists():
         manifest = _read_manifest(step_dir)
         if manifest is None:
@@ -339,7 +347,12 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
     if prepared:
         console.print(f"[green]✓[/] {step}: prepared for a launch by hand; then rerun `craftc run` to go on")
         return {"step": step, "status": "prepared", "wall_s": wall_s}
-    console.print(f"[green]✓[/] {step}: done in {wall_s:.1f}s")
+    warnings = result.metrics.get("warnings") or ()
+    if warnings:
+        console.print(f"[yellow]![/] {step}: done in {wall_s:.1f}s with {len(warnings)} warning(s) "
+                      "(above, and under `warnings` in its manifest)")
+    else:
+        console.print(f"[green]✓[/] {step}: done in {wall_s:.1f}s")
     return {"step": step, "status": "ran", "wall_s": wall_s}
 
 

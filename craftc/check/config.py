@@ -116,6 +116,12 @@ def _check_reward(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> Non
     if all(getattr(r, c) == 0 for c in REWARD_COMPONENTS):
         sink.error("E404", "all reward weights are zero", block.span,
                    "give at least one component a positive weight, e.g. `outcome 1`")
+    total = sum(getattr(r, c) for c in REWARD_COMPONENTS)
+    if r.aggregate == "sum" and total > 0 and abs(total - 1) > 1e-9:
+        weights = " + ".join(f"{c} {getattr(r, c):g}" for c in REWARD_COMPONENTS if getattr(r, c))
+        sink.warning("W411", f"reward weights sum to {total:g}, not 1, under `aggregate sum`",
+                     block.span, "scale the weights so they sum to 1, or write `aggregate normalized` "
+                     "to divide by their sum", (f"weights: {weights}",))
 
 
 def _check_eval(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None:

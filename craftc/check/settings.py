@@ -71,10 +71,29 @@ def resolve_settings(kind: str, settings: tuple[Setting, ...], sink: DiagnosticS
     return out
 
 
+# Names other trainers (TRL, Axolotl) give to craft's settings: `learning_rate` -> `lr`.
+KEY_ALIASES = {
+    "learning_rate": "lr", "num_train_epochs": "epochs", "num_epochs": "epochs",
+    "max_steps": "steps", "per_device_train_batch_size": "per_device_batch",
+    "micro_batch_size": "per_device_batch", "train_batch_size": "batch",
+    "global_batch_size": "batch", "num_generations": "group",
+    "max_completion_length": "max_new_tokens", "warmup_ratio": "warmup",
+    "max_seq_length": "max_length", "sequence_len": "max_length", "base_model": "base",
+    "model_name_or_path": "base", "kl_coef": "beta", "bf16": "mixed_precision",
+    "fp16": "mixed_precision", "num_candidates": "candidates", "n": "candidates",
+}
+
+
 def _unknown_key(kind: str, s: Setting, table: dict[str, Key], sink: DiagnosticSink,
                  what: str) -> None:
-    guess = did_you_mean(s.key, table)
-    if guess:
+    alias = KEY_ALIASES.get(s.key)
+    guess = alias if alias in table else did_you_mean(s.key, table)
+    if alias in table:
+        value = f" {s.key}" if s.key in ("bf16", "fp16") else \
+            " " + (", ".join(v.text for v in s.values) or "...")
+        help_text = (f"did you mean `{alias}`? (`{s.key}` is what TRL or Axolotl call it; "
+                     f"write `{alias}{value}`)")
+    elif guess:
         help_text = f"did you mean `{guess}`?"
     else:
         owner = next((k for k, spec in table.items() if s.key in spec.choices), None)

@@ -2,10 +2,14 @@
 
 A solution is a template (``${param}`` placeholders, see docs/workflows.md), so it is
 rendered with placeholder literals before ``ast`` finds its ``api.query("...")`` and
-``api.table("...")`` calls; each query's SQL is parsed with sqlglot (duckdb dialect)
-and every column is resolved against the table it comes from. Only references that
-name a logical view are judged; CTEs, subqueries and select aliases are followed or
-skipped, never guessed, so a finding is always a real miss.
+``api.table("...", columns=[...])`` calls; each query's SQL is parsed with sqlglot
+(duckdb dialect) and every column is resolved against the table it comes from, an
+unqualified column against the innermost SELECT's own tables first (SQL's scoping
+rule), then the enclosing ones. Only references that name a logical view are judged;
+CTEs, subqueries and select aliases are followed or skipped, never guessed, so a
+finding is always a real miss. Column subscripts of a frame that ``api.table``
+returned (``df["nope"]``) are reads of that view's columns too (see
+:mod:`craftc.check.solution_frames`).
 
 Example:
     >>> views = {"campaign": {"id", "name"}}
@@ -21,12 +25,15 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-import sqlglot
-from sqlglot import exp
-from sqlglot.errors import SqlglotError
-from sqlglot.optimizer.scope import Scope, traverse_scope
+from typing import TYPE_CHECKING
 
-__all__ = ["Read", "solution_reads", "missing_reads", "schema_views"]
+from craftc.check import read_cache
+
+if TYPE_CHECKING:       # sqlglot is imported only when a solution is not in the read cache
+    from sqlglot.optimizer.scope import Scope
+
+__all__ = ["Read", "solution_reads", "missing_reads", "frame_column_misses", "schema_views",
+           "parse_solution", "parse_sql"]
 
 _PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 
@@ -38,6 +45,7 @@ class Read:
     view: str
     column: str
     line: int          # line of the solution file where the query first names it
+    col: int = 1       # column of that line where the name appears (1-based)
 
 
 def schema_views(entities) -> dict[str, set[str]]:
@@ -51,13 +59,21 @@ def schema_views(entities) -> dict[str, set[str]]:
     return views
 
 
+def parse_solution(text: str) -> ast.Module | None:
+    """The solution's Python tree with ``${param}`` placeholders rendered as literals."""
+    # Placeholders become zeros of the same width so that columns stay where they are.
+    rendered = _PLACEHOLDER.sub(lambda m: "0" * len(m.group()), text.replace("$$", "$"))
+    try:
+        return ast.parse(rendered)
+    except SyntaxError:
+        return None        # the distill gates report broken solutions; nothing to resolve here
+
+
 def _queries(text: str) -> list[tuple[str, str, int]]:
     """(kind, argument, line) for each ``api.query``/``api.table`` call with a literal argument."""
-    rendered = _PLACEHOLDER.sub("0", text.replace("$$", "$"))
-    try:
-        tree = ast.parse(rendered)
-    except SyntaxError:
-        return []          # the distill gates report broken solutions; nothing to resolve here
+    tree = parse_solution(text)
+    if tree is None:
+        return []
     constants = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) \
@@ -80,11 +96,16 @@ def _queries(text: str) -> list[tuple[str, str, int]]:
 
 
 def _select_aliases(scope: Scope) -> set[str]:
+    from sqlglot import exp
+
     select = scope.expression
     return set(select.named_selects) if isinstance(select, exp.Select) else set()
 
 
 def _derived_columns(scope: Scope) -> set[str]:
+    from sqlglot import exp
+    from sqlglot.optimizer.scope import Scope
+
     names = set()
     for source in scope.sources.values():
         if isinstance(source, Scope) and isinstance(source.expression, exp.Query):
@@ -92,29 +113,79 @@ def _derived_columns(scope: Scope) -> set[str]:
     return names
 
 
-def _sql_reads(sql: str, line: int, views: dict[str, set[str]]) -> list[Read]:
+def _tables(scope: Scope) -> dict[str, str]:
+    from sqlglot import exp
+
+    return {alias: src.name for alias, src in scope.sources.items() if isinstance(src, exp.Table)}
+
+
+def _own_columns(scope: Scope) -> list[exp.Column]:
+    """The columns written in this SELECT itself, not in a subquery nested in it.
+
+    sqlglot lists an ``IN (SELECT ...)`` subquery's columns in the outer scope too (they
+    could be correlated); they belong to the subquery's own scope, which resolves them.
+    """
+    from sqlglot import exp
+
+    own = scope.expression
+    return [c for c in scope.columns if c.find_ancestor(exp.Query) in (own, None)]
+
+
+def _outer_owner(scope: Scope, name: str, views: dict[str, set[str]]) -> str | None:
+    """The view of an enclosing SELECT that holds ``name`` (a correlated reference)."""
+    parent = scope.parent
+    while parent is not None:
+        for view in _tables(parent).values():
+            if name in views.get(view, ()):
+                return view
+        parent = parent.parent
+    return None
+
+
+def _scope_reads(scope: Scope, views: dict[str, set[str]], line: int) -> list[Read]:
+    tables = _tables(scope)
+    reads = [Read(name, "", line) for name in tables.values()]
+    known = {alias: name for alias, name in tables.items() if name in views}
+    for col in _own_columns(scope):
+        if col.table:
+            if col.table in known:
+                reads.append(Read(known[col.table], col.name, line))
+            continue
+        if col.name in _select_aliases(scope) or col.name in _derived_columns(scope):
+            continue
+        owners = [name for name in known.values() if col.name in views[name]]
+        outer = None if owners else _outer_owner(scope, col.name, views)
+        if owners or outer:
+            reads.append(Read(owners[0] if owners else outer, col.name, line))
+        elif len(known) == 1 and len(tables) == len(scope.sources):
+            reads.append(Read(next(iter(known.values())), col.name, line))
+    return reads
+
+
+@lru_cache(maxsize=1024)
+def parse_sql(sql: str):
+    """The sqlglot tree of a query (duckdb dialect), or None when it does not parse."""
+    import sqlglot
+    from sqlglot.errors import SqlglotError
+
     try:
-        tree = sqlglot.parse_one(sql, read="duckdb")
+        return sqlglot.parse_one(sql, read="duckdb")
+    except (SqlglotError, ValueError, RecursionError):
+        return None
+
+
+def _sql_reads(sql: str, line: int, views: dict[str, set[str]]) -> list[Read]:
+    from sqlglot.errors import SqlglotError
+    from sqlglot.optimizer.scope import traverse_scope
+
+    tree = parse_sql(sql)
+    if tree is None:
+        return []
+    try:
         scopes = traverse_scope(tree)
     except (SqlglotError, ValueError, RecursionError):
         return []
-    reads = []
-    for scope in scopes:
-        tables = {alias: src.name for alias, src in scope.sources.items() if isinstance(src, exp.Table)}
-        reads += [Read(name, "", line) for name in tables.values()]
-        known = {alias: name for alias, name in tables.items() if name in views}
-        for col in scope.columns:
-            if col.table:
-                if col.table in known:
-                    reads.append(Read(known[col.table], col.name, line))
-                continue
-            if col.name in _select_aliases(scope) or col.name in _derived_columns(scope):
-                continue
-            owners = [name for name in known.values() if col.name in views[name]]
-            if owners:
-                reads.append(Read(owners[0], col.name, line))
-            elif len(known) == 1 and len(tables) == len(scope.sources):
-                reads.append(Read(next(iter(known.values())), col.name, line))
+    reads = [read for scope in scopes for read in _scope_reads(scope, views, line)]
     return [Read(r.view, r.column, line + _line_offset(sql, r.column or r.view)) for r in reads]
 
 
@@ -130,12 +201,52 @@ def _views_of(key: tuple) -> dict[str, set[str]]:
 
 
 @lru_cache(maxsize=512)
-def _reads_cached(text: str, views_key: tuple) -> tuple[Read, ...]:
-    views = _views_of(views_key)
+def _findings(text: str, views_key: tuple) -> tuple[tuple[Read, ...], tuple]:
+    """(reads, frame misses) of one solution, from the disk cache when it has them."""
+    from craftc.check.solution_frames import FrameMiss
+
+    digest = read_cache.views_digest(views_key)
+    cached = read_cache.lookup(text, digest)
+    if cached is not None:
+        try:
+            return (tuple(Read(*r) for r in cached["reads"]),
+                    tuple(FrameMiss(*m[:5], tuple(m[5])) for m in cached["misses"]))
+        except (KeyError, TypeError):
+            pass
+    found = _compute_findings(text, _views_of(views_key))
+    read_cache.store(text, digest, {"reads": [list(vars(r).values()) for r in found[0]],
+                                    "misses": [list(vars(m).values()) for m in found[1]]})
+    return found
+
+
+def _compute_findings(text: str, views: dict[str, set[str]]) -> tuple[tuple[Read, ...], tuple]:
+    from craftc.check.solution_frames import frame_misses, frame_reads
+
+    tree = parse_solution(text)
     reads: list[Read] = []
     for kind, arg, line in _queries(text):
         reads += [Read(arg, "", line)] if kind == "table" else _sql_reads(arg, line, views)
-    return tuple(dict.fromkeys(reads))
+    reads += frame_reads(tree, views)
+    lines = text.splitlines()
+    placed = [_placed(r, lines) for r in sorted(reads, key=lambda r: r.line)]
+    return tuple(dict.fromkeys(placed)), tuple(frame_misses(tree, views))
+
+
+def _reads_cached(text: str, views_key: tuple) -> tuple[Read, ...]:
+    return _findings(text, views_key)[0]
+
+
+def _placed(read: Read, lines: list[str]) -> Read:
+    """The read with the column of its line where the name first appears."""
+    if read.col != 1 or not 1 <= read.line <= len(lines):
+        return read
+    name = read.column or read.view
+    found = re.search(rf"\.{re.escape(name)}\b", lines[read.line - 1]) or \
+        re.search(rf"\b{re.escape(name)}\b", lines[read.line - 1])
+    if found is None:
+        return read
+    start = found.start() + (found.group().startswith("."))
+    return Read(read.view, read.column, read.line, start + 1)
 
 
 def _key(views: dict[str, set[str]]) -> tuple:
@@ -170,3 +281,8 @@ def missing_reads(text: str, views: dict[str, set[str]], key: tuple | None = Non
             out.append(read)
     return out
 
+
+
+def frame_column_misses(text: str, views: dict[str, set[str]], key: tuple | None = None) -> list:
+    """Subscripts of ``api.query`` frames that name a column the query does not return."""
+    return list(_findings(text, key if key is not None else _key(views))[1])

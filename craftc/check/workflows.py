@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from craftc.check.names import report_duplicates, unknown_name, where
-from craftc.check.solution_sql import missing_reads, schema_views, views_key
+from craftc.check.solution_sql import frame_column_misses, missing_reads, schema_views, views_key
 from craftc.diagnostics import DiagnosticSink, did_you_mean, span_at
 from craftc.check.result_checks import check_turn_checks
 from craftc.ir import REFERENCE_KINDS, Schema, Span
@@ -203,12 +203,13 @@ def _check_solution(w: WorkflowDecl, t: TurnDecl, params: dict[str, Span], index
             sources.setdefault(name, text)
             unknown_name("E303", "param", param, span_at(name, line, col, len(param) + 3),
                          params, sink, fallback=f"declare `param {param} ...` in `{w.name}`")
-    _check_solution_reads(w, t, text, name, index, sink)
+    _check_solution_reads(w, t, text, name, index, sink, sources)
 
 
 def _check_solution_reads(w: WorkflowDecl, t: TurnDecl, text: str, name: str, index: _SchemaIndex,
-                          sink: DiagnosticSink) -> None:
-    """E309 at the `solution` line for each view or column the solution's SQL reads that the schema lacks."""
+                          sink: DiagnosticSink, sources: dict[str, str]) -> None:
+    """E309 in the solution file, at each view or column it reads that the schema lacks."""
+    named_at = f"the solution of `{w.name}` is named at {where(t.solution.span)}"
     for read in missing_reads(text, index.views, index.views_key):
         if read.column:
             thing = f"`{read.view}.{read.column}`"
@@ -218,9 +219,21 @@ def _check_solution_reads(w: WorkflowDecl, t: TurnDecl, text: str, name: str, in
             thing = f"view `{read.view}`"
             guess = did_you_mean(read.view, index.views)
             mapped = f"map it to its new entity (`{guess}`?)" if guess else "map it to its new entity"
+        sources.setdefault(name, text)
         sink.error("E309", f"solution of workflow `{w.name}` reads {thing}, which schema "
-                   f"{index.schema_label} does not have", t.solution.span,
-                   f"restore it in the schema, {mapped}, or update `{name}` (line {read.line})")
+                   f"{index.schema_label} does not have",
+                   span_at(name, read.line, read.col, len(read.column or read.view)),
+                   f"restore it in the schema, {mapped}, or update `{name}` (line {read.line})",
+                   (named_at,))
+    for miss in frame_column_misses(text, index.views, index.views_key):
+        guess = did_you_mean(miss.column, miss.columns)
+        sources.setdefault(name, text)
+        sink.error("E309", f"solution of workflow `{w.name}` reads column `{miss.column}` of "
+                   f"`{miss.frame}`, which its {miss.origin} does not return",
+                   span_at(name, miss.line, miss.col, len(miss.column)),
+                   f"did you mean `{guess}`?" if guess else
+                   f"select `{miss.column}` in the query, or read one of: {', '.join(miss.columns)}",
+                   (named_at,))
 
 
 def _bad_expectation(e, sink: DiagnosticSink) -> None:

@@ -6,6 +6,7 @@ are returned, not raised: a caller shows them all and exits 1.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,11 @@ from craftc.emit.errors import EmitError
 from craftc.emit.plan import render_plan_files, write_plan_files
 from craftc.ir import Recipe
 
-__all__ = ["Compiled", "compile_recipe", "compile_to_dir"]
+__all__ = ["Compiled", "compile_recipe", "compile_to_dir", "plan_dir_files", "SOURCE_FILE"]
+
+# Where the recipe's directory is, relative to the plan dir: written only when the recipe
+# names a warehouse file (relative to the recipe), so the world step can find it.
+SOURCE_FILE = "source.json"
 
 
 @dataclass(frozen=True)
@@ -66,9 +71,23 @@ def compile_recipe(path: str | os.PathLike, profile: str | None = None) -> Compi
     return Compiled(result.recipe, files, result)
 
 
+def plan_dir_files(compiled: Compiled, recipe_path: str | os.PathLike,
+                   out_dir: str | os.PathLike) -> dict[str, bytes]:
+    """The files of the plan dir ``out_dir``: the plan, plus ``source.json`` when the recipe
+    names a warehouse file relative to itself (``{"recipe_dir": "../../recipes"}``, relative
+    to the plan dir; no absolute path, and not part of plan.json or its hash)."""
+    files = dict(compiled.files)
+    warehouse = compiled.recipe.warehouse
+    if warehouse and not os.path.isabs(warehouse):
+        recipe_dir = os.path.relpath(os.path.abspath(Path(recipe_path).parent), os.path.abspath(out_dir))
+        body = json.dumps({"recipe_dir": Path(recipe_dir).as_posix()}, indent=2, sort_keys=True) + "\n"
+        files[SOURCE_FILE] = body.encode("utf-8")
+    return files
+
+
 def compile_to_dir(path: str | os.PathLike, out_dir: str | os.PathLike, profile: str | None = None) -> Compiled:
     """Compile ``path`` and, when it checks, write the plan dir ``out_dir`` atomically."""
     compiled = compile_recipe(path, profile)
     if compiled.ok:
-        write_plan_files(compiled.files, out_dir)
+        write_plan_files(plan_dir_files(compiled, path, out_dir), out_dir)
     return compiled

@@ -135,6 +135,7 @@ def funnel_markdown(funnel: dict[str, Any]) -> str:
     lines = ["# Tri-Gate funnel", "",
              f"{funnel['candidates']} candidates -> {funnel['accepted']} accepted "
              f"({funnel['acceptance_rate']:.1%}).", "",
+             *_losses_markdown(funnel.get("losses", [])),
              "| gate | entered | rejected | passed | reasons |", "| --- | ---: | ---: | ---: | --- |"]
     for g in funnel["gates"]:
         reasons = ", ".join(f"{k} {v}" for k, v in g["reasons"].items()) or "-"
@@ -194,6 +195,12 @@ def _oracle_markdown(oracle: dict[str, Any] | None) -> list[str]:
                      f"{_cell(r['precision'])} | {_cell(r['recall'])} | {_cell(r['oracle_rejected_rejected_rate'])} | "
                      f"{_cell(r['oracle_accepted_rejected_rate'])} | {r['set_aside']} |")
     return lines
+
+
+def _losses_markdown(losses: list[dict]) -> list[str]:
+    from runtime.distill.losses import losses_markdown
+
+    return losses_markdown(losses)
 
 
 def print_funnel(funnel: dict[str, Any], console: Console) -> None:

@@ -228,8 +228,10 @@ def gate_candidates(recipe, instances: list[dict], candidates: list[dict], pool,
     if report is not None and "oracle" in report:
         from runtime.distill.oracle import measure_with_hidden_references
         report["oracle"] = measure_with_hidden_references(recipe, instances, candidates, outcomes, gate)
+    turns_skipped = [{"instance_id": k[0], "turn": k[1], "workflow": by_id[k[0]]["workflow"], "reason": v}
+                     for k, v in sorted(unusable.items())]
     return outcomes, {"instance_turns": {f"{k[0]}/t{k[1] + 1}": v for k, v in sorted(unusable.items())},
-                      "candidates": len(skipped)}
+                      "turns": turns_skipped, "candidates": len(skipped)}
 
 
 def asked_params(instance: dict, turn: int) -> dict[str, Any]:
@@ -283,6 +285,7 @@ def run_gate(ctx: StepContext) -> StepResult:
     """Filter the distill step's candidates through the three gates."""
     from runtime.distill.funnel import build_funnel, dumps, funnel_markdown, print_funnel
     from runtime.distill.gates import sandbox_limits
+    from runtime.distill.losses import gate_losses, report_losses
     from runtime.sandbox import SandboxError, SandboxPool, sandbox_workers
     from runtime.workflows import warmup_jobs
 
@@ -320,6 +323,9 @@ def run_gate(ctx: StepContext) -> StepResult:
         funnel["agreement"] = report["agreement"]
     if report.get("oracle") and "oracle" in funnel:
         funnel["oracle"]["references"] = report["oracle"]
+    losses = gate_losses(instances, candidates, outcomes, failed_refs["turns"])
+    funnel["losses"] = [loss.to_dict() for loss in losses]
+    report_losses(losses, "gate", recipe.on_loss, None)     # on_loss error: fail before writing
     accepted = [{**by_id[o["candidate_id"]], "execution": o["execution"]} for o in outcomes if o["accepted"]]
     _write_jsonl(ctx.out_dir / "outcomes.jsonl", outcomes)
     _write_jsonl(ctx.out_dir / "accepted.jsonl", accepted)
@@ -327,10 +333,12 @@ def run_gate(ctx: StepContext) -> StepResult:
     (ctx.out_dir / "funnel.json").write_text(dumps(funnel), encoding="utf-8")
     (ctx.out_dir / "funnel.md").write_text(funnel_markdown(funnel), encoding="utf-8")
     print_funnel(funnel, ctx.console)
+    report_losses(losses, "gate", recipe.on_loss, ctx.console)
     per_gate = {g["gate"]: g["rejected"] for g in funnel["gates"]}
     metrics = {"candidates": len(outcomes), "accepted": len(accepted), "rejected_per_gate": per_gate,
                "candidates_per_s": round(len(outcomes) / wall, 1) if wall else None,
-               "skipped_unusable_reference": failed_refs["candidates"]}
+               "skipped_unusable_reference": failed_refs["candidates"],
+               "warnings": [loss.line() for loss in losses]}
     metrics["sandbox"] = sandbox_record(pool, outcomes)
     if "judges" in funnel:
         metrics["judges"] = funnel["judges"]["per_judge"]
@@ -369,6 +377,7 @@ def run_dataset(ctx: StepContext) -> StepResult:
     """Accepted trajectories -> stripped and stuffed datasets, eval instances, corpus."""
     from runtime.distill.datasets import (MODES, TOKEN_COUNTER, build_examples, corpus_text, dumps,
                                           read_turn_templates, save_dataset)
+    from runtime.distill.losses import dataset_losses, report_losses
 
     recipe = ctx.plan.recipe
     gate = ctx.input_dir("gate")
@@ -387,6 +396,8 @@ def run_dataset(ctx: StepContext) -> StepResult:
     if not examples["stripped"]:
         raise StepError("no accepted trajectory reached the dataset: every candidate was rejected; "
                         "see RUN_DIR/gate/funnel.md for the reasons")
+    losses = dataset_losses(instances, examples["stripped"])
+    report_losses(losses, "dataset", recipe.on_loss, None)
     out = ctx.out_dir / "dataset"
     for mode in MODES:
         save_dataset(examples[mode], out / mode)
@@ -397,9 +408,15 @@ def run_dataset(ctx: StepContext) -> StepResult:
     extra = [ctx.artifact("sql/logical_ddl.sql").read_text(encoding="utf-8")]
     (out / "corpus.txt").write_text(corpus_text(systems, templates, instances, extra), encoding="utf-8")
     tokens = {mode: sum(e["n_tokens"] for e in examples[mode]) for mode in MODES}
-    ctx.console.print(f"dataset: {len(examples['stripped'])} examples per mode; tokens {tokens}")
+    workflows = sorted({e["workflow"] for e in examples["stripped"]})
+    trained = sorted({i["workflow"] for i in instances if i["split"] == "train"})
+    ctx.console.print(f"dataset: {len(examples['stripped'])} examples per mode from {len(workflows)} of "
+                      f"{len(trained)} train workflows; tokens {tokens}")
+    report_losses(losses, "dataset", recipe.on_loss, ctx.console)
     return StepResult(metrics={"examples": len(examples["stripped"]), "tokens": tokens,
                                "token_counter": TOKEN_COUNTER, "eval_instances": len(held_out),
-                               "workflows": len({e["workflow"] for e in examples["stripped"]})},
+                               "workflows": len(workflows), "train_workflows": len(trained),
+                               "workflows_without_examples": [w for w in trained if w not in workflows],
+                               "warnings": [loss.line() for loss in losses]},
                       outputs=("dataset/stripped", "dataset/stuffed", "dataset/eval_instances.json",
                                "dataset/corpus.txt"))

@@ -82,10 +82,13 @@ class SchemaVocabulary:
             fields = tuple(dict.fromkeys(m.group(2).lower() for m in _DOTTED.finditer(metric.expr)))
             vocab.metrics[metric.name] = MetricWords(metric.name, tuple(sorted(phrases)), fields)
         physical: set[str] = set()
+        # A physical name that is also an entity's business word ("products" for the
+        # table `shop.products` of entity Product) is the business word in a plan.
+        business = {p.replace(" ", "_") for phrases in vocab.entity_phrases.values() for p in phrases}
         for entity in schema.entities:
             table = entity.table.lower()
             for name in {table, table.rsplit(".", 1)[-1]}:
-                if name not in logical:
+                if name not in logical and name not in business:
                     physical.add(name)
             columns = [entity.key.column] + [f.column for f in entity.fields] + [r.column for r in entity.refs]
             physical.update(c.lower() for c in columns if c.lower() not in logical)

@@ -25,6 +25,7 @@ __all__ = ["run_world", "WAREHOUSE_FILE", "PROFILE_FILE"]
 
 WAREHOUSE_FILE = "warehouse.duckdb"
 PROFILE_FILE = "profile.json"
+SOURCE_FILE = "source.json"      # written by `craftc compile` next to plan.json (craftc.emit.compile)
 
 
 def _binding_sql(ctx: StepContext) -> tuple[str, str]:
@@ -37,22 +38,36 @@ def _binding_sql(ctx: StepContext) -> tuple[str, str]:
         return binding_sql(ctx.plan.recipe.schema_), "rendered"
 
 
-def existing_warehouse(recipe) -> Path | None:
-    """The warehouse the recipe names (`warehouse "path"` or `warehouse env("VAR")`), if any."""
+def existing_warehouse(recipe, plan_dir: Path) -> Path | None:
+    """The warehouse the recipe names (`warehouse "path"` or `warehouse env("VAR")`), if any.
+
+    A path is relative to the recipe file; the plan dir's ``source.json`` (written by
+    `craftc compile`) says where the recipe's directory is, relative to the plan dir.
+    """
     if recipe.warehouse_env:
         value = os.environ.get(recipe.warehouse_env)
         if not value:
             raise StepError(f"recipe `{recipe.name}` reads its warehouse from ${recipe.warehouse_env}, which is "
                             f"not set; export {recipe.warehouse_env}=/path/to/warehouse.duckdb")
         return Path(value)
-    return Path(recipe.warehouse) if recipe.warehouse else None
+    if not recipe.warehouse:
+        return None
+    if Path(recipe.warehouse).is_absolute():
+        return Path(recipe.warehouse)
+    try:
+        recipe_dir = json.loads((Path(plan_dir) / SOURCE_FILE).read_text(encoding="utf-8"))["recipe_dir"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise StepError(f"`warehouse \"{recipe.warehouse}\"` is relative to the recipe, but the plan dir "
+                        f"`{plan_dir}` has no valid {SOURCE_FILE} saying where the recipe is; recompile it "
+                        "with `craftc compile RECIPE -o PLAN_DIR`") from None
+    return Path(os.path.normpath(Path(plan_dir) / recipe_dir / recipe.warehouse))
 
 
 def bind_existing(schema, source: Path, db_path: Path, sql: str) -> dict[str, int]:
     """Copy an existing warehouse and add the logical views; the original is never written."""
     if not source.is_file():
-        raise StepError(f"existing warehouse `{source}` not found (paths are relative to where `craftc run` "
-                        "runs); fix `warehouse \"...\"` in the recipe or run from the right directory")
+        raise StepError(f"existing warehouse `{source}` not found (a `warehouse \"...\"` path is relative to "
+                        "the recipe file); fix the path in the recipe and recompile, or build the warehouse there")
     partial = db_path.with_name(db_path.name + ".partial")
     shutil.copyfile(source, partial)
     con = duckdb.connect(str(partial))
@@ -72,7 +87,7 @@ def run_world(ctx: StepContext) -> StepResult:
     sql, binding_source = _binding_sql(ctx)
     started = time.perf_counter()
     db_path = ctx.out_dir / WAREHOUSE_FILE
-    source = existing_warehouse(recipe)
+    source = existing_warehouse(recipe, ctx.plan_dir)
     try:
         if source is not None:
             counts = bind_existing(recipe.schema_, source, db_path, sql)

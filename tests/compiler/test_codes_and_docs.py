@@ -41,8 +41,9 @@ def test_most_codes_have_a_malformed_example():
     covered = {p.read_text().split()[2] for p in MALFORMED.glob("*.craft")}
     missing = set(CODES) - covered
     # E002 and E107 are tested in test_frontend.py, W216 (no TRL installed) in
-    # test_stage_kinds_and_trl.py; E9xx belong to `craftc import`.
-    assert {c for c in missing if not c.startswith("E9")} <= {"E002", "E107", "W216"}, missing
+    # test_stage_kinds_and_trl.py; E9xx belong to `craftc import`; E315, E316 and W317 come
+    # from `craftc check --preflight` (tests/distill/test_preflight.py).
+    assert {c for c in missing if not c.startswith("E9")} <= {"E002", "E107", "W216", "E315", "E316", "W317"}, missing
 
 
 def test_docs_diagnostics_md_is_generated_from_the_table():
@@ -68,3 +69,20 @@ def test_did_you_mean_finds_close_names_and_only_those():
     assert did_you_mean("Campaing", ["Campaign", "Advertiser"]) == "Campaign"
     assert did_you_mean("dailystat", ["DailyStat", "Geo"]) == "DailyStat"
     assert did_you_mean("zzz", ["Campaign", "Advertiser"]) is None
+
+
+@pytest.mark.parametrize("trl_name, craft_key", [
+    ("learning_rate", "lr"), ("num_train_epochs", "epochs"), ("max_steps", "steps"),
+    ("per_device_train_batch_size", "per_device_batch"), ("num_generations", "group"),
+    ("max_completion_length", "max_new_tokens"), ("warmup_ratio", "warmup"),
+])
+def test_a_trl_setting_name_in_a_stage_suggests_the_craft_key(trl_name, craft_key):
+    from craftc.check.settings import resolve_settings
+    from craftc.diagnostics import DiagnosticSink
+    from craftc.parser import parse_source
+
+    stage = parse_source(f"recipe r {{ stage grpo {{ {trl_name} 2 }} }}", "r.craft").syntax.recipes[0]
+    sink = DiagnosticSink()
+    resolve_settings("stage", stage.blocks[0].settings, sink, "stage grpo")
+    [d] = sink.items
+    assert d.code == "E201" and d.help.startswith(f"did you mean `{craft_key}`?"), d

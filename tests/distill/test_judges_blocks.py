@@ -166,3 +166,17 @@ def test_the_gate_queues_at_most_two_chunks_so_an_interrupt_waits_for_one(compil
     assert [o.candidate_id for o in first] == ["c0"]
     outcomes.close()  # what an interrupt does to the generator
     assert pool.batches <= 2
+
+
+def test_a_physical_table_named_like_the_entitys_plural_is_a_business_word():
+    from craftc.frontend import load_schema
+    from runtime.distill.vocabulary import SchemaVocabulary
+
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    hello = load_schema(root / "examples/hello/schema.craft").schema      # table "shop.products"
+    vocab = SchemaVocabulary.from_schema(hello)
+    plan = "Rank the products by list price, most expensive first."
+    assert NoDdlLeakJudge(vocab).judge(JudgeCase("q", plan, "result = 1", {})).passed
+    assert not NoDdlLeakJudge(vocab).judge(JudgeCase("q", "Read shop.products.", "result = 1", {})).passed

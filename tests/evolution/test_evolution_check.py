@@ -16,7 +16,11 @@ def test_v1_recipe_on_the_v2_schema_names_the_workflow_and_the_fix(tmp_path):
            "which schema `ads` version 2 does not have" in result.stderr
     line = next(n for n, text in enumerate(recipe.read_text().splitlines(), 1)
                 if "solutions/budget_pacing.py" in text)
-    assert f"--> recipes/ads_analytics.craft:{line}:14" in result.stderr
+    # The span is the solution's own line and column; the recipe line is a note.
+    assert "--> examples/ads/solutions/budget_pacing.py:8:40" in result.stderr
+    assert "    SELECT c.id, c.name AS campaign, c.daily_budget" in result.stderr
+    assert f"note: the solution of `budget_pacing` is named at recipes/ads_analytics.craft:{line}" \
+        in result.stderr
     assert "help: restore it in the schema, map it to its new name, or update " \
            "`../examples/ads/solutions/budget_pacing.py` (line 8)" in result.stderr
     assert "Traceback" not in result.stderr

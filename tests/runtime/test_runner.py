@@ -164,3 +164,20 @@ def test_sft_reads_its_own_stage_and_the_baseline_budget_but_not_grpo(tmp_path):
     assert runner.step_inputs_hash("sft", _plan_with({}, {"sft": {"lr": 2e-3}}), tmp_path) != base
     steps_budget = _plan_with({"eval": EvalSpec(baseline_budget="steps")}, {})
     assert runner.step_inputs_hash("sft", steps_budget, tmp_path) != base
+
+
+def _warned(ctx):
+    CALLS.append("distill")
+    return StepResult(metrics={"warnings": ["workflow `w`: 0 of 4 candidates accepted"]})
+
+
+def test_a_step_with_warnings_does_not_end_with_a_plain_done(tmp_path, monkeypatch):
+    import io
+
+    monkeypatch.setitem(runner.STEP_FUNCTIONS, "distill", f"{__name__}:_warned")
+    out = io.StringIO()
+    assert runner.run_plan(write_plan(tmp_path / "plan"), tmp_path / "run", until="distill",
+                           console=Console(file=out, width=200)) == 0
+    text = out.getvalue()
+    assert "✓ world: done in" in text
+    assert "! distill: done in" in text and "with 1 warning(s) (above, and under `warnings` in its manifest)" in text

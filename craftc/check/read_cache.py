@@ -1,0 +1,82 @@
+"""A disk memo of what each reference solution reads, so that a warm compile parses no SQL.
+
+Resolving a solution's columns needs sqlglot, whose duckdb dialect alone takes about
+80 ms to import, plus a parse of every query (about 100 ms for the ads recipe's 57).
+The answer depends only on the solution's text, the schema's views and the checker's
+own code, so it is stored under the sha256 of those three in
+``$CRAFTC_CACHE_DIR`` (default ``$XDG_CACHE_HOME/craftc`` or ``~/.cache/craftc``), one
+small JSON file per solution. ``CRAFTC_NO_CACHE=1`` turns it off. A cache that cannot
+be read or written is ignored: results never depend on it, only speed does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+__all__ = ["cache_dir", "lookup", "store", "views_digest"]
+
+_CHECKER_FILES = ("solution_sql.py", "solution_frames.py", "read_cache.py")
+
+
+def cache_dir() -> Path | None:
+    """Where entries live, or None when caching is off."""
+    if os.environ.get("CRAFTC_NO_CACHE"):
+        return None
+    if os.environ.get("CRAFTC_CACHE_DIR"):
+        return Path(os.environ["CRAFTC_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "craftc"
+
+
+@lru_cache(maxsize=1)
+def _checker_digest() -> str:
+    """The checker's own source: editing it invalidates every entry."""
+    digest = hashlib.sha256()
+    here = Path(__file__).parent
+    for name in _CHECKER_FILES:
+        digest.update((here / name).read_bytes())
+    return digest.hexdigest()
+
+
+@lru_cache(maxsize=8)
+def views_digest(views_key: tuple) -> str:
+    return hashlib.sha256(repr(views_key).encode("utf-8")).hexdigest()
+
+
+def _path(text: str, views: str) -> Path | None:
+    root = cache_dir()
+    if root is None:
+        return None
+    key = hashlib.sha256(f"{_checker_digest()}\0{views}\0{text}".encode("utf-8")).hexdigest()
+    return root / "solution-reads" / key[:2] / f"{key}.json"
+
+
+def lookup(text: str, views: str) -> dict | None:
+    """The stored findings for this solution and schema, or None."""
+    path = _path(text, views)
+    if path is None:
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def store(text: str, views: str, value: dict) -> None:
+    """Store findings atomically; failures (read-only home, full disk) are ignored."""
+    path = _path(text, views)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(value, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass
