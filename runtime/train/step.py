@@ -117,6 +117,8 @@ def run_sft_step(ctx: StepContext) -> StepResult:
     model_dir = base_model_dir(ctx, stage, data_dir / "corpus.txt")
     trl_kwargs = json.loads(ctx.artifact(f"stages/{stage.name}/trl_config.json").read_text(encoding="utf-8"))
     ctx.artifact("specs/masking.json")               # read by the trainer, which the step launches
+    if stage.lora is not None:
+        ctx.artifact(f"stages/{stage.name}/peft_config.json")   # the trainer's LoraConfig
     processes = _num_processes(ctx.artifact(f"stages/{stage.name}/accelerate.yaml"))
     if ctx.launch:
         try:
