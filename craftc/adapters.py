@@ -1,8 +1,8 @@
 """LoRA adapters: the module names a known base model has, and the PEFT config of a stage.
 
 The compiler never loads a model, so the names LoRA may target are known here only for
-the embedded ``tiny_moe`` (a Qwen3-MoE: attention projections and the router ``gate``
-are ``nn.Linear`` modules; transformers 5 fuses each layer's experts into two 3-D
+the embedded ``tiny_moe`` (a Qwen3-MoE: the attention projections are ``nn.Linear``
+modules, the router is not and cannot be targeted; transformers 5 fuses each layer's experts into two 3-D
 parameters, ``mlp.experts.gate_up_proj`` and ``mlp.experts.down_proj``, which PEFT
 reaches through ``target_parameters``, not ``target_modules``). A test builds tiny_moe
 and compares these tables with its real module tree. A hub or path model's targets go
@@ -15,7 +15,7 @@ from craftc.ir import LoraAdapter, Recipe, Stage
 
 __all__ = ["TINY_MOE_LINEAR", "TINY_MOE_EXPERT_PARAMS", "known_targets", "peft_config"]
 
-TINY_MOE_LINEAR: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate")
+TINY_MOE_LINEAR: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
 TINY_MOE_EXPERT_PARAMS: tuple[str, ...] = ("gate_up_proj", "down_proj")
 _EXPERTS_PATH = "mlp.experts"
 

@@ -93,7 +93,7 @@ def model_card(plan: Plan, plan_dir: Path, run_dir: Path, stage: Stage, adapter_
         parts.append("The run has no report step output (`report/report.json`).\n")
     else:
         for split, table in report["tables"].items():
-            parts += [f"\n### {split}\n\n", markdown_table(table)]
+            parts.append(f"\n### {split}\n\n" + markdown_table(table))
     parts += ["\n## System prompt\n",
               "The model was trained with this schema-stripped system prompt; give it the same one:\n",
               "````markdown\n" + prompt.rstrip("\n") + "\n````\n",

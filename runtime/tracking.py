@@ -29,6 +29,11 @@ TRACKING_DIR = "tracking"
 _PACKAGES = {"tensorboard": "tensorboard", "trackio": "trackio", "wandb": "wandb", "mlflow": "mlflow"}
 
 
+# Tracker locations the user set before craft ran: those win over craft's defaults.
+_USER_ENV = {key: os.environ.get(key) for key in
+             ("TENSORBOARD_LOGGING_DIR", "TRACKIO_DIR", "WANDB_DIR", "MLFLOW_TRACKING_URI")}
+
+
 class TrackingError(RuntimeError):
     """The recipe's tracker cannot log here; the message names the package to install."""
 
@@ -49,7 +54,8 @@ def use_tracker_dir(track: str, out_dir: str | os.PathLike) -> Path:
            "wandb": {"WANDB_DIR": str(where)},
            "mlflow": {"MLFLOW_TRACKING_URI": where.resolve().as_uri()}}.get(track, {})
     for key, value in env.items():
-        os.environ.setdefault(key, value)
+        # Set each time (not setdefault): a second trainer in the same process logs to its own dir.
+        os.environ[key] = _USER_ENV.get(key) or value
     if env:
         where.mkdir(parents=True, exist_ok=True)
     return where
@@ -89,7 +95,7 @@ def log_step_metrics(track: str, step_dir: str | os.PathLike, project: str, run_
     elif track == "trackio":
         import trackio
 
-        os.environ.setdefault("TRACKIO_DIR", str(where))
+        os.environ["TRACKIO_DIR"] = _USER_ENV["TRACKIO_DIR"] or str(where)
         trackio.init(project=project, name=run_name)
         trackio.log(scalars, step=step)
         trackio.finish()
@@ -101,7 +107,7 @@ def log_step_metrics(track: str, step_dir: str | os.PathLike, project: str, run_
     elif track == "mlflow":
         import mlflow
 
-        os.environ.setdefault("MLFLOW_TRACKING_URI", where.resolve().as_uri())
+        os.environ["MLFLOW_TRACKING_URI"] = _USER_ENV["MLFLOW_TRACKING_URI"] or where.resolve().as_uri()
         with mlflow.start_run(run_name=run_name):
             mlflow.log_metrics(scalars, step=step)
     return scalars

@@ -257,7 +257,7 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
     model = AutoModelForCausalLM.from_pretrained(
         str(model_dir), local_files_only=True,
         dtype=torch.bfloat16 if args.bf16 else torch.float32)
-    use_tracker_dir(trl_kwargs["report_to"], out)
+    use_tracker_dir(trl_kwargs.get("report_to", "none"), out)
     trainer = SFTTrainer(model=model, args=args, processing_class=tokenizer, peft_config=peft,
                          train_dataset=tokenized_dataset(tokenizer, dataset, roles))
     counts = parameter_counts(trainer.model)
