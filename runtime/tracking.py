@@ -1,7 +1,8 @@
 """Experiment tracking: the recipe's `track` setting, for the trainers and for every step.
 
-The trainers log through TRL: `trl_config.json` carries `report_to` (the tracker) and
-`run_name` (recipe, stage and a hash of the resolved recipe), and
+The trainers log through TRL: `trl_config.json` carries `report_to` (the tracker), the
+step adds `run_name` (recipe, stage, SFT arm and the plan hash; :func:`run_name`) unless
+the stage's `trl` block sets one, and
 :func:`use_tracker_dir` points the tracker's local files into the trainer's output
 dir before the trainer starts. Every step's own metrics (the gate's funnel, GRPO's
 rewards before and after, eval's table) go to the same tracker through
@@ -21,7 +22,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-__all__ = ["TRACKING_DIR", "TrackingError", "require_tracker", "use_tracker_dir", "log_step_metrics",
+__all__ = ["TRACKING_DIR", "run_name", "TrackingError", "require_tracker", "use_tracker_dir", "log_step_metrics",
            "flat_scalars", "read_scalars"]
 
 TRACKING_DIR = "tracking"
@@ -36,6 +37,16 @@ _USER_ENV = {key: os.environ.get(key) for key in
 
 class TrackingError(RuntimeError):
     """The recipe's tracker cannot log here; the message names the package to install."""
+
+
+def run_name(recipe: str, stage: str, plan_hash: str, arm: str | None = None) -> str:
+    """The tracker's run name of a stage: two runs share it exactly when they ran the same plan.
+
+    Example:
+        >>> run_name("ads_analytics", "sft", "97ffc7804e0123", "craft")
+        'ads_analytics-sft-craft-97ffc7804e'
+    """
+    return "-".join(p for p in (recipe, stage, arm, plan_hash[:10]) if p)
 
 
 def require_tracker(track: str) -> None:

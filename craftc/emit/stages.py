@@ -9,7 +9,6 @@ and compare it with the runtime's helper.
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 from craftc.adapters import peft_config
@@ -19,7 +18,7 @@ from craftc.ir import Recipe, Stage
 from craftc.version import __version__
 
 __all__ = ["accelerate_mode", "world_size", "trl_config", "trl_config_json", "accelerate_yaml", "launch_script",
-           "model_classes", "run_name", "peft_config_json"]
+           "model_classes", "peft_config_json"]
 
 # Layer classes FSDP2 wraps and DeepSpeed keeps whole, by model family (matched in the
 # base model's name or path); Qwen3-MoE is tiny_moe's architecture and the default.
@@ -71,17 +70,6 @@ def model_classes(recipe: Recipe, stage: Stage) -> tuple[str, str]:
     return _DEFAULT_CLASSES
 
 
-def run_name(recipe: Recipe, stage: Stage) -> str:
-    """The tracker's run name: recipe, stage and a hash of the resolved recipe.
-
-    Every setting the plan runs from is in the resolved recipe, so two runs share a name
-    exactly when they ran the same plan (a hash of ``plan.json`` itself would have to
-    include this name).
-    """
-    body = json.dumps(recipe.model_dump(mode="json", by_alias=True), sort_keys=True, separators=(",", ":"))
-    return f"{recipe.name}-{stage.name}-{hashlib.sha256(body.encode('utf-8')).hexdigest()[:10]}"
-
-
 def trl_config(recipe: Recipe, stage: Stage) -> dict:
     """The TRL ``SFTConfig``/``GRPOConfig`` keyword arguments for ``stage`` (no ``output_dir``)."""
     on_cpu = stage.gpus == 0
@@ -106,8 +94,9 @@ def trl_config(recipe: Recipe, stage: Stage) -> dict:
         "save_strategy": "steps",
         "save_steps": 500,
         "save_total_limit": 2,
+        # The run name (`<recipe>-<stage>-<plan hash>`) is added by the step: a name in this
+        # file would change it, and retrain the stage, on every edit of the recipe.
         "report_to": recipe.track,
-        "run_name": run_name(recipe, stage),
         # Data is tokenized before the trainer sees it; worker processes only cost start-up.
         "dataloader_num_workers": 0,
         # The step prints its own progress; TRL's bars would interleave with it.

@@ -79,7 +79,8 @@ class GRPOJob:
 
         plan_dir, config = Path(plan_dir), Path(config)
         try:
-            recipe = load_plan(plan_dir).recipe
+            plan = load_plan(plan_dir)
+            recipe = plan.recipe
             step = json.loads(config.read_text(encoding="utf-8"))
             builder = json.loads((plan_dir / "specs" / "input_builder.json").read_text(encoding="utf-8"))
             masking = json.loads((plan_dir / "specs" / "masking.json").read_text(encoding="utf-8"))
@@ -98,6 +99,7 @@ class GRPOJob:
         if problems:
             raise GRPOSetupError("; ".join(problems))
         from runtime.rewards import RewardSpec
+        from runtime.tracking import run_name
         from runtime.train.adapters import AdapterError, read_peft_config
 
         try:
@@ -113,7 +115,9 @@ class GRPOJob:
             system_prompt=(plan_dir / builder["modes"][mode]["system_prompt"]).read_text(encoding="utf-8"),
             reward={"weights": spec.weights, "aggregate": spec.aggregate, "penalties": spec.penalties,
                     "step_rewards": spec.step_rewards},
-            stage=stage.model_dump(mode="json"), trl=trl, wording={"user": wording.user, "tool": wording.tool},
+            stage=stage.model_dump(mode="json"),
+            # The tracker's run name from the plan hash; a `trl { run_name }` wins.
+            trl={"run_name": run_name(recipe.name, stage_name, plan.content_hash), **trl}, wording={"user": wording.user, "tool": wording.tool},
             fmt=builder["format"], workers=recipe.gates.execution.workers,
             secret_env=list(recipe.gates.execution.secret_env), seed=recipe.seed, peft=peft,
             schema=recipe.schema_.model_dump(mode="json"),
