@@ -260,6 +260,37 @@ def cmd_run(args) -> int:
                     force=args.force, launch=not args.no_launch)
 
 
+def cmd_export(args) -> int:
+    import json
+
+    run_dir = Path(args.run_dir)
+    record = run_dir / "run.json"
+    if not record.is_file():
+        raise UserError(f"`{run_dir}` has no run.json, so it is not a run dir; pass the `--run-dir` of a `craftc run`")
+    ran = json.loads(record.read_text(encoding="utf-8"))
+    plan_dir = Path(args.plan) if args.plan else Path("build") / ran["recipe"]
+    from runtime.export import ExportError, export_stage, push_to_hub   # imported here: it brings torch
+    from runtime.plan import PlanError, load_plan
+
+    try:
+        plan = load_plan(plan_dir)
+    except PlanError as exc:
+        raise UserError(f"{exc} (the plan `{run_dir}` ran; pass it with --plan)") from None
+    if plan.content_hash != ran["plan_hash"]:
+        raise UserError(f"`{plan_dir}` is not the plan `{run_dir}` ran (plan hash {plan.content_hash[:12]}, "
+                        f"run {ran['plan_hash'][:12]}); pass the right one with --plan, or rerun the plan")
+    try:
+        out = export_stage(plan, plan_dir, run_dir, Path(args.output), args.stage, args.adapter_only)
+        print(f"exported stage {args.stage or plan.recipe.stages[-1].name} of {run_dir} -> {out}")
+        if args.push:
+            files = push_to_hub(out, args.push, dry_run=args.dry_run)
+            verb = "would push" if args.dry_run else "pushed"
+            print(f"{verb} {len(files)} files to https://huggingface.co/{args.push}: {', '.join(files)}")
+    except ExportError as exc:
+        raise UserError(str(exc)) from None
+    return 0
+
+
 # ------------------------------------------------------------------ parser
 
 
@@ -408,6 +439,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "instead of training (to launch by hand, e.g. on a cluster); a later run adopts "
                         "what the launches trained")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("export", help="a trained stage of a run as a Hugging Face model dir with a model card")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the run dir of `craftc run`")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="the model directory to write")
+    p.add_argument("--stage", help="the stage to export (default: the last one)")
+    p.add_argument("--plan", metavar="PLAN_DIR", help="the plan the run ran (default: build/<recipe name>)")
+    p.add_argument("--adapter-only", action="store_true",
+                   help="a `lora` stage: export the adapter (PEFT) instead of the merged model")
+    p.add_argument("--push", metavar="REPO", help="upload the export to this Hugging Face Hub repo (org/name)")
+    p.add_argument("--dry-run", action="store_true", help="with --push: list what would be uploaded")
+    p.set_defaults(func=cmd_export)
     return parser
 
 

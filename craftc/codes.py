@@ -480,6 +480,19 @@ CODES: dict[str, CodeInfo] = {
                "silently do nothing.",
                "stage grpo { engine trl  tensor_parallel 4 }",
                "stage grpo { engine verl  parallel megatron  tensor_parallel 4  rollout vllm  gpus 8 }"),
+    "E517": _c("LoRA target not in the model",
+               "A stage's `lora { targets ... }` names a module the base model does not have. The names are checked "
+               "when the base is the embedded tiny_moe, whose module tree the compiler knows.",
+               "PEFT would refuse to start, or wrap nothing, after the earlier steps had run.",
+               "stage sft { lora { targets q_proj, v_prj } }",
+               "stage sft { lora { targets q_proj, v_proj, gate_up_proj, down_proj } }"),
+    "E518": _c("LoRA dropout on fused expert weights",
+               "A stage's `lora` block targets tiny_moe's fused expert weights (`gate_up_proj`, `down_proj`) with a "
+               "`dropout` above 0.",
+               "PEFT reaches 3-D expert parameters through `target_parameters`, whose wrapper has no dropout: "
+               "the trainer would stop at start-up.",
+               "stage sft { lora { targets q_proj, gate_up_proj  dropout 0.05 } }",
+               "stage sft { lora { targets q_proj, gate_up_proj  dropout 0 } }"),
     # ------------------------------------------------------------ importing schemas (craftc import)
     "E901": _c("import source does not exist",
                "The database, SQL file or dbt project named for `craftc import` is not there.",

@@ -21,11 +21,11 @@ __all__ = [
     "FieldType", "EntityField", "EntityRef", "EntityKey", "Entity", "Metric", "Schema",
     "Param", "CheckValue", "Expectation", "Turn", "Workflow", "CheckOp", "CHECK_OPS", "REFERENCE_KINDS",
     "Tool", "BlockFormat", "Teacher", "Judge", "ExecutionGate", "OutputGate",
-    "JudgeGate", "Gates", "Reward", "ModelSpec", "StageBase", "SFTStage", "GRPOStage", "Stage",
+    "JudgeGate", "Gates", "Reward", "ModelSpec", "LoraAdapter", "StageBase", "SFTStage", "GRPOStage", "Stage",
     "STAGE_MODELS", "EvalSpec", "Recipe", "Plan",
     "TeacherKind", "BuiltinJudgeKind", "JudgeKind", "JudgementKind", "JUDGEMENTS", "ToolKind", "GateName", "RewardComponent",
     "StageKind", "Arm", "InputMode", "MaskRole", "ExecutionReject", "OutputReject", "ModelSource",
-    "TrlValue", "Engine", "AdvantageEstimator", "ToolFormat", "ENGINES", "VERL_ONLY", "TEACHER_KINDS", "BUILTIN_JUDGES", "JUDGE_KINDS", "TOOL_KINDS", "GATE_ORDER",
+    "TrlValue", "Tracker", "TRACKERS", "Engine", "AdvantageEstimator", "ToolFormat", "ENGINES", "VERL_ONLY", "TEACHER_KINDS", "BUILTIN_JUDGES", "JUDGE_KINDS", "TOOL_KINDS", "GATE_ORDER",
     "REWARD_COMPONENTS", "STAGE_KINDS", "ARMS", "INPUT_MODES", "ARM_INPUT",
 ]
 
@@ -225,6 +225,8 @@ Engine = Literal["trl", "verl"]
 AdvantageEstimator = Literal["grpo", "gdpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline",
                              "remax", "opo", "grpo_passk", "gpg"]
 ToolFormat = Literal["craft", "hermes", "gpt-oss", "qwen3_coder", "glm", "seed", "minimax", "kimi"]
+# TRL's `report_to` names of the experiment trackers craft can log to.
+Tracker = Literal["tensorboard", "trackio", "wandb", "mlflow", "none"]
 TrlValue = str | int | float | bool
 
 TEACHER_KINDS: tuple[str, ...] = get_args(TeacherKind)
@@ -235,6 +237,7 @@ TOOL_KINDS: tuple[str, ...] = get_args(ToolKind)
 GATE_ORDER: tuple[str, ...] = get_args(GateName)
 REWARD_COMPONENTS: tuple[str, ...] = get_args(RewardComponent)   # also TRL's reward_weights order
 STAGE_KINDS: tuple[str, ...] = get_args(StageKind)
+TRACKERS: tuple[str, ...] = get_args(Tracker)
 ARMS: tuple[str, ...] = get_args(Arm)
 INPUT_MODES: tuple[str, ...] = get_args(InputMode)
 # The model input each eval arm sees: both trained arms get the stripped prompt.
@@ -419,6 +422,19 @@ class ModelSpec(Node):
     seed: int = Field(0, ge=0, description="tiny_moe: weight init seed")
 
 
+class LoraAdapter(Node):
+    """A LoRA adapter a stage trains instead of every weight (PEFT's ``LoraConfig``)."""
+
+    r: int = Field(16, ge=1, le=4096, description="rank of the low-rank update")
+    alpha: float = Field(32.0, gt=0, description="scale of the update (multiplied by alpha / r)")
+    dropout: float = Field(0.05, ge=0, le=0.9, description="dropout on the adapter's input",
+                           json_schema_extra=_surface(type="fraction"))
+    targets: tuple[str, ...] = Field(
+        ("q_proj", "k_proj", "v_proj", "o_proj"),
+        description="module names the adapter wraps; on tiny_moe also the fused expert weights "
+                    "`gate_up_proj`, `down_proj` (checked against the model when it is tiny_moe)")
+
+
 class StageBase(Node):
     """What every stage has; :class:`SFTStage` and :class:`GRPOStage` add their kind."""
 
@@ -448,6 +464,10 @@ class StageBase(Node):
     processes: int = Field(1, ge=1, le=256, description="training processes per node on CPU "
                            "(`gpus 0`); above 1 needs `parallel ddp`")
     mixed_precision: Literal["no", "bf16", "fp16"] = Field("no", description="mixed precision")
+    lora: LoraAdapter | None = Field(
+        None, description="train a LoRA adapter instead of every weight (`lora { r 16  alpha 32 }`); "
+                          "the stage saves the adapter and the merged model later steps read",
+        json_schema_extra=_surface(type="block", shown="none"))
     # Sorted by key, so the plan does not depend on the order they were written in.
     trl: tuple[tuple[str, TrlValue], ...] = Field(
         (), description="TRL config keys passed through as written (`trl { save_total_limit 3 }`); "
@@ -566,6 +586,9 @@ class Recipe(Node):
     on_loss: Literal["warn", "error"] = Field(
         "warn", description="when a workflow loses training data in a run (a skipped reference, no "
         "accepted trajectory): `warn`, or `error` to fail the step")
+    track: Tracker = Field(
+        "tensorboard", description="experiment tracker the trainers (TRL's `report_to`) and the steps' "
+        "metrics log to; tensorboard and trackio write into the run dir")
     schema_: Schema = Field(alias="schema")
     workflows: tuple[Workflow, ...] = ()
     tools: tuple[Tool, ...] = ()

@@ -23,7 +23,7 @@ from craftc.result_checks import lower_check
 from craftc.ir import (
     BUILTIN_JUDGES, GATE_ORDER, JUDGE_KINDS, STAGE_KINDS, STAGE_MODELS, TEACHER_KINDS, TOOL_KINDS,
     BlockFormat, Entity, EntityField, EntityKey, EntityRef, EvalSpec, ExecutionGate,
-    Expectation, FieldType, Gates, Judge, JudgeGate, Metric, ModelSpec, OutputGate, Param,
+    Expectation, FieldType, Gates, Judge, JudgeGate, LoraAdapter, Metric, ModelSpec, OutputGate, Param,
     Recipe, Reward, ScalarKind, Schema, Span, StageBase, Teacher, Tool, Turn, Workflow,
 )
 from craftc.syntax import (
@@ -441,6 +441,10 @@ def _lower_stage(b: Block, models: dict[str, ModelSpec], ctx: LoweringContext,
     values["base"] = _stage_base(values.pop("base", None), models, ctx, sink)
     if "trl" in values:
         values["trl"] = lower_trl_block(kind, values["trl"], sink, _label(b))
+    if "lora" in values:
+        block = values["lora"]
+        values["lora"] = LoraAdapter(**resolve_settings("lora", block.settings, sink, f"{_label(b)} lora"),
+                                     span=block.span)
     return model(name=b.name, span=b.span, **values)
 
 

@@ -42,6 +42,7 @@ CRAFT_TO_TRL: dict[str, tuple[str, ...]] = {
     "rollout": ("use_vllm", "vllm_mode"),
     "max_turns": ("max_tool_calling_iterations",),
     "reward": ("reward_weights",),
+    "track": ("report_to",),
     "craftc run": ("output_dir",),       # the run dir, chosen when the plan runs
 }
 # TRL key -> the craft setting that sets it.

@@ -32,6 +32,7 @@ from rich.console import Console
 from craftc.ir import Plan
 from runtime.plan import PlanError, load_plan, plan_content_hash
 from runtime.step_context import StepContext, StepError, StepResult
+from runtime.tracking import TRACKING_DIR, TrackingError, log_step_metrics, require_tracker
 
 __all__ = ["STEPS", "UPSTREAM", "LOGICAL_READERS", "run_plan", "select_steps", "step_inputs_hash", "step_plan_parts"]
 
@@ -74,6 +75,8 @@ ADOPTERS: dict[str, str] = {
 LOGICAL_READERS = {"distill", "gate", "dataset", "grpo"}
 
 MANIFEST = "manifest.json"
+# Steps whose metrics go to the recipe's tracker (`track`): the funnel, training, eval.
+TRACKED_STEPS = ("gate", "sft", "grpo", "eval")
 VERSIONED_PACKAGES = ("craft", "duckdb", "torch", "transformers", "trl", "accelerate", "datasets")
 
 
@@ -227,7 +230,9 @@ def step_inputs_hash(step: str, plan: Plan, run_dir: Path, plan_dir: Path | None
 
 def _outputs(step_dir: Path) -> tuple[list[dict[str, Any]], str]:
     files = []
-    for path in sorted(p for p in step_dir.rglob("*") if p.is_file() and p.name != MANIFEST):
+    # Tracker files (event logs with wall-clock times) are not outputs: see runtime.tracking.
+    for path in sorted(p for p in step_dir.rglob("*") if p.is_file() and p.name != MANIFEST
+                       and TRACKING_DIR not in p.relative_to(step_dir).parts):
         digest = hashlib.sha256()
         with path.open("rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -323,6 +328,8 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
     started = time.perf_counter()
     result = _load_step_function(step)(ctx)
     wall_s = round(time.perf_counter() - started, 3)
+    if step in TRACKED_STEPS and not (step in ADOPTERS and not launch):
+        log_step_metrics(plan.recipe.track, tmp_dir, plan.recipe.name, f"{plan.recipe.name}-{step}", result.metrics)
 
     files, outputs_hash = _outputs(tmp_dir)
     prepared = step in ADOPTERS and not launch
@@ -371,7 +378,9 @@ def run_plan(plan_dir: Path | str, run_dir: Path | str | None = None, only: str 
     try:
         plan = load_plan(plan_dir)
         steps = select_steps(only, from_step, until)
-    except StepError as exc:
+        if any(step in TRACKED_STEPS for step in steps):
+            require_tracker(plan.recipe.track)
+    except (StepError, TrackingError) as exc:
         console.print(f"[bold red]error:[/] {exc}")
         return 1
     run_dir = Path(run_dir) if run_dir else Path("runs") / plan.recipe.name

@@ -23,7 +23,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from craftc.ir import (
-    BlockFormat, EvalSpec, ExecutionGate, GRPOStage, Judge, JudgeGate, ModelSpec, OutputGate,
+    BlockFormat, EvalSpec, ExecutionGate, GRPOStage, Judge, JudgeGate, LoraAdapter, ModelSpec, OutputGate,
     Recipe, Reward, StageBase, Teacher, Tool,
 )
 
@@ -158,7 +158,7 @@ BLOCK_MODELS: dict[str, type[BaseModel]] = {
     "recipe": Recipe, "teacher": Teacher, "backend": Teacher, "judge": Judge,
     "gate.execution": ExecutionGate, "gate.output": OutputGate, "gate.judge": JudgeGate,
     "reward": Reward, "model": ModelSpec, "stage": GRPOStage, "eval": EvalSpec, "tool": Tool,
-    "format": BlockFormat,
+    "format": BlockFormat, "lora": LoraAdapter,
 }
 
 BLOCK_KEYS: dict[str, dict[str, Key]] = {
@@ -176,6 +176,7 @@ BLOCK_KEYS: dict[str, dict[str, Key]] = {
     "eval": _eval_keys(),
     "tool": keys_of(Tool),
     "format": keys_of(BlockFormat),
+    "lora": keys_of(LoraAdapter),
 }
 
 

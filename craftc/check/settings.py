@@ -286,6 +286,7 @@ _BLOCK_TITLES = {
     "gate.judge": "`gate judge { ... }`", "reward": "`reward { ... }`",
     "model": "`model NAME { ... }`", "stage": "`stage NAME { ... }`", "eval": "`eval { ... }`",
     "tool": "`tool NAME { ... }`", "format": "`format { ... }`",
+    "lora": "`lora { ... }` inside a stage",
 }
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from craftc.adapters import TINY_MOE_EXPERT_PARAMS, known_targets
 from craftc.check.budget import stuffed_prompt_estimate
 from craftc.check.engines import check_engine
 from craftc.check.names import report_duplicates, unknown_name
-from craftc.diagnostics import DiagnosticSink
+from craftc.diagnostics import DiagnosticSink, did_you_mean
 from craftc.ir import GRPOStage, ModelSpec, Recipe, Stage
-from craftc.lower import head_span, setting_span
+from craftc.lower import find_setting, head_span, setting_span
 from craftc.syntax import Block, RecipeDecl
 
 __all__ = ["check_stages"]
@@ -32,6 +33,7 @@ def check_stages(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None
         _check_batch(s, block, sink)
         _check_mask(s, block, sink)
         check_engine(s, block, sink)
+        _check_lora_targets(recipe, s, block, sink)
     _check_cycles(recipe.stages, blocks, sink)
     _check_budget(decl, recipe, blocks, models, sink)
 
@@ -119,6 +121,29 @@ def _check_mask(s: Stage, block: Block | None, sink) -> None:
         sink.warning("W507", f"stage `{s.name}` would train on tool outputs; the sft step will refuse to train",
                      setting_span(block, "mask"),
                      f"add tool_outputs: `mask {', '.join(('tool_outputs', *s.mask))}`")
+
+
+def _check_lora_targets(recipe: Recipe, s: Stage, block: Block | None, sink) -> None:
+    known = known_targets(recipe, s) if s.lora is not None else None
+    if known is None:
+        return
+    lora = find_setting(block.settings, "lora") if block else None
+    written = find_setting(lora.block.settings, "targets") if lora and lora.block else None
+    spans = {v.text: v.span for v in written.values} if written else {}
+    for target in s.lora.targets:
+        if target not in known:
+            guess = did_you_mean(target, known)
+            sink.error("E517", f"stage `{s.name}`: LoRA target `{target}` is not a module of `{s.base}`",
+                       spans.get(target) or (lora.key_span if lora else s.span),
+                       (f"did you mean `{guess}`? " if guess else "") + f"`{s.base}` has {', '.join(known)}")
+    experts = [t for t in s.lora.targets if t in TINY_MOE_EXPERT_PARAMS]
+    if experts and s.lora.dropout > 0:
+        dropout = find_setting(lora.block.settings, "dropout") if lora and lora.block else None
+        sink.error("E518", f"stage `{s.name}`: LoRA on the fused expert weights ({', '.join(experts)}) "
+                   f"takes no dropout, and `dropout` is {s.lora.dropout:g}",
+                   (dropout.values[0].span if dropout and dropout.values else None)
+                   or (spans.get(experts[0]) or (lora.key_span if lora else s.span)),
+                   "add `dropout 0` to the `lora` block, or target only linear modules")
 
 
 def _check_model_shape(m: ModelSpec, block: Block, sink) -> None:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 
+from craftc.adapters import peft_config
 from craftc.emit.render import render_template
 from craftc.emit.specs import reward_spec
 from craftc.ir import Recipe, Stage
 from craftc.version import __version__
 
 __all__ = ["accelerate_mode", "world_size", "trl_config", "trl_config_json", "accelerate_yaml", "launch_script",
-           "model_classes"]
+           "model_classes", "peft_config_json"]
 
 # Layer classes FSDP2 wraps and DeepSpeed keeps whole, by model family (matched in the
 # base model's name or path); Qwen3-MoE is tiny_moe's architecture and the default.
@@ -96,7 +97,9 @@ def trl_config(recipe: Recipe, stage: Stage) -> dict:
         "save_strategy": "steps",
         "save_steps": 500,
         "save_total_limit": 2,
-        "report_to": "none",
+        # The run name (`<recipe>-<stage>-<plan hash>`) is added by the step: a name in this
+        # file would change it, and retrain the stage, on every edit of the recipe.
+        "report_to": recipe.track,
         # Data is tokenized before the trainer sees it; worker processes only cost start-up.
         "dataloader_num_workers": 0,
         # The step prints its own progress; TRL's bars would interleave with it.
@@ -145,6 +148,12 @@ def launch_script(recipe: Recipe, stage: Stage) -> str:
     """The ``accelerate launch`` command line for the stage, as a bash script."""
     return render_template("stages/launch.sh.j2", recipe=recipe, stage=stage, nodes=stage.nodes,
                            version=__version__)
+
+
+def peft_config_json(recipe: Recipe, stage: Stage) -> str:
+    """``peft_config.json`` text: ``LoraConfig`` keyword arguments of a stage with ``lora { ... }``."""
+    assert stage.lora is not None
+    return json.dumps(peft_config(recipe, stage, stage.lora), sort_keys=True, indent=2) + "\n"
 
 
 def trl_config_json(recipe: Recipe, stage: Stage) -> str:

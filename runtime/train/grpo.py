@@ -64,6 +64,7 @@ class GRPOJob:
     workers: int                    # sandbox workers (gate execution { workers })
     secret_env: list                # extra host variables redacted from tool output (gate execution)
     seed: int
+    peft: dict | None = None                      # stages/<stage>/peft_config.json (LoraConfig), if any
     schema: dict | None = None                    # craftc.ir.Schema as JSON, for consistency/judge
     api_factory: str = "runtime.world.api:WarehouseApi"
 
@@ -77,7 +78,8 @@ class GRPOJob:
 
         plan_dir, config = Path(plan_dir), Path(config)
         try:
-            recipe = load_plan(plan_dir).recipe
+            plan = load_plan(plan_dir)
+            recipe = plan.recipe
             step = json.loads(config.read_text(encoding="utf-8"))
             builder = json.loads((plan_dir / "specs" / "input_builder.json").read_text(encoding="utf-8"))
             masking = json.loads((plan_dir / "specs" / "masking.json").read_text(encoding="utf-8"))
@@ -96,7 +98,13 @@ class GRPOJob:
         if problems:
             raise GRPOSetupError("; ".join(problems))
         from runtime.rewards import RewardSpec
+        from runtime.tracking import run_name
+        from runtime.train.adapters import AdapterError, read_peft_config
 
+        try:
+            peft = read_peft_config(plan_dir, stage_name)
+        except AdapterError as exc:
+            raise GRPOSetupError(str(exc)) from None
         spec = RewardSpec.from_json(plan_dir / "specs" / "reward.json")
         wording = TurnWording.from_file(plan_dir / builder["turn_template"])
         mode = builder["stages"][stage_name]
@@ -106,9 +114,11 @@ class GRPOJob:
             system_prompt=(plan_dir / builder["modes"][mode]["system_prompt"]).read_text(encoding="utf-8"),
             reward={"weights": spec.weights, "aggregate": spec.aggregate, "penalties": spec.penalties,
                     "step_rewards": spec.step_rewards},
-            stage=stage.model_dump(mode="json"), trl=trl, wording={"user": wording.user, "tool": wording.tool},
+            stage=stage.model_dump(mode="json"),
+            # The tracker's run name from the plan hash; a `trl { run_name }` wins.
+            trl={"run_name": run_name(recipe.name, stage_name, plan.content_hash), **trl}, wording={"user": wording.user, "tool": wording.tool},
             fmt=builder["format"], workers=recipe.gates.execution.workers,
-            secret_env=list(recipe.gates.execution.secret_env), seed=recipe.seed,
+            secret_env=list(recipe.gates.execution.secret_env), seed=recipe.seed, peft=peft,
             schema=recipe.schema_.model_dump(mode="json"),
         )
 
@@ -486,6 +496,8 @@ def train_grpo(job: GRPOJob) -> dict:
     from trl import GRPOTrainer
 
     from runtime.sandbox import SandboxLimits, SandboxPool
+    from runtime.tracking import use_tracker_dir
+    from runtime.train.adapters import AdapterError, lora_config, merge_adapter, parameter_counts
     from runtime.workflows import warmup_jobs
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -495,6 +507,11 @@ def train_grpo(job: GRPOJob) -> dict:
         raise GRPOSetupError(f"no model in {job.model_dir}; run the sft step first")
     spec, terms = _spec(job), _terms(job)
     args = grpo_config(job)
+    try:
+        peft = lora_config(job.peft) if job.peft else None
+    except AdapterError as exc:
+        raise GRPOSetupError(str(exc)) from None
+    use_tracker_dir(job.trl.get("report_to", "none"), out)
     torch.manual_seed(job.seed)
     tokenizer = AutoTokenizer.from_pretrained(job.model_dir)
     tasks = load_training_tasks(job)
@@ -516,8 +533,9 @@ def train_grpo(job: GRPOJob) -> dict:
         trainer = GRPOTrainer(
             model=model, processing_class=tokenizer, args=args,
             reward_funcs=make_reward_funcs(spec, plays, terms, sampled), train_dataset=Dataset.from_list(rows),
-            rollout_func=make_rollout_func(job, tokenizer, sandbox, plays),
+            rollout_func=make_rollout_func(job, tokenizer, sandbox, plays), peft_config=peft,
         )
+        counts = parameter_counts(trainer.model)
         trainer.train(resume_from_checkpoint=_last_checkpoint(out / "checkpoints"))
         after = measure(job, trainer.model, tokenizer, sandbox, probe, terms)
         after_sampled = measure(job, trainer.model, tokenizer, sandbox, probe, terms, samples=group)
@@ -540,6 +558,7 @@ def train_grpo(job: GRPOJob) -> dict:
         "wall_s": round(time.time() - started, 1), "completion_room": room,
         "sandbox_redacted": sandbox.redactions,    # secret values cut out of tool output (docs/sandbox.md)
         "outcome_judged_by": outcome_sources(plays),
+        "adapter": "lora" if peft is not None else None, **counts,
     }
     if trainer.is_world_process_zero():
         with open(out / "metrics.jsonl.tmp", "w") as fh:
@@ -547,9 +566,13 @@ def train_grpo(job: GRPOJob) -> dict:
                 fh.write(json.dumps(entry, sort_keys=True) + "\n")
         os.replace(out / "metrics.jsonl.tmp", out / "metrics.jsonl")
         tokenizer.save_pretrained(str(tmp))
-        if (out / "final").exists():
-            shutil.rmtree(out / "final")
-        os.replace(tmp, out / "final")
+        # A LoRA stage saved its adapter: keep it, and merge it into `final` (runtime.train.adapters).
+        saved = out / ("adapter" if peft is not None else "final")
+        if saved.exists():
+            shutil.rmtree(saved)
+        os.replace(tmp, saved)
+        if peft is not None:
+            merge_adapter(job.model_dir, saved, out / "final", tokenizer)
         summary["plots"] = _plot_curves(history, spec.components, out)
         _write_json(out / "grpo_summary.json", summary)
     return summary
@@ -580,7 +603,8 @@ def run_grpo(ctx):
     # The plan files the trainer reads (GRPOJob.from_plan), named in this step's manifest.
     builder = json.loads(ctx.artifact("specs/input_builder.json").read_text(encoding="utf-8"))
     for rel in (builder["turn_template"], builder["modes"][builder["stages"][stage.name]]["system_prompt"],
-                "specs/reward.json", "specs/masking.json", f"stages/{stage.name}/trl_config.json"):
+                "specs/reward.json", "specs/masking.json", f"stages/{stage.name}/trl_config.json",
+                *([f"stages/{stage.name}/peft_config.json"] if stage.lora is not None else [])):
         ctx.artifact(rel)
     # The gate step keeps every instance with its split; GRPO trains on `train` only,
     # so held-out instances never shape the policy.

@@ -13,6 +13,12 @@ Shape (setup / train / cleanup, as in torchtune recipes):
 4. save `out_dir/final` (model + tokenizer) atomically, `metrics.jsonl`, `loss.png`
    and `sft_summary.json`.
 
+With `stages/<stage>/peft_config.json` in the plan (a `lora { ... }` stage) the model
+is wrapped in that LoRA adapter: only the adapter trains and checkpoints, it is saved to
+`out_dir/adapter`, and the merge step (`runtime.train.adapters.merge_adapter`) writes
+the merged model to `out_dir/final`. The trainer logs to the recipe's tracker
+(`report_to`) under `out_dir/tracking` (runtime.tracking).
+
 Runs under `accelerate launch` through the plan's `stages/<stage>/launch.sh`, or alone:
 `python -m runtime.train.sft --plan-dir PLAN --stage sft --config STEP_CONFIG.json`.
 The step config holds `{"model_dir", "dataset_dir", "out_dir", "trl_overrides"}`;
@@ -31,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from runtime.tracking import use_tracker_dir
+from runtime.train.adapters import AdapterError, lora_config, merge_adapter, parameter_counts, read_peft_config
 from runtime.train.masking import check_masking, labels_for, mask_report, write_mask_report
 
 __all__ = ["SFTSetupError", "StepConfig", "main", "read_stage_plan", "sft_config", "train_sft"]
@@ -180,20 +188,20 @@ def _plot_loss(log_history: list[dict], out: Path) -> Path | None:
     return out / "loss.png"
 
 
-def _save_final(trainer, tokenizer, out: Path) -> Path:
-    """Save model + tokenizer to `out/final` through a temporary dir and a rename."""
-    tmp = out / ".final.tmp"
+def _save_final(trainer, tokenizer, out: Path, name: str = "final") -> Path:
+    """Save model (or adapter) + tokenizer to `out/<name>` through a temporary dir and a rename."""
+    tmp = out / f".{name}.tmp"
     if trainer.is_world_process_zero() and tmp.exists():
         shutil.rmtree(tmp)
     # Every rank calls save_model (FSDP/ZeRO-3 gather the full weights); rank 0 writes.
     trainer.save_model(str(tmp))
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(str(tmp))
-        final = out / "final"
+        final = out / name
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
-    return out / "final"
+    return out / name
 
 
 def tokenized_dataset(tokenizer, dataset, roles: dict):
@@ -206,7 +214,8 @@ def tokenized_dataset(tokenizer, dataset, roles: dict):
                        remove_columns=dataset.column_names, desc="masking")
 
 
-def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, overrides: dict | None = None) -> dict:
+def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, overrides: dict | None = None,
+              peft_kwargs: dict | None = None) -> dict:
     """Run Stage I SFT and return a summary (also written to `out_dir/sft_summary.json`).
 
     Args:
@@ -216,10 +225,13 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         trl_kwargs: The plan's `stages/<stage>/trl_config.json`, passed to `SFTConfig` unchanged.
         roles: The stage's roles in `specs/masking.json` (`{"tool": "masked", ...}`).
         overrides: TRL keys the step measured (the stuffed arm's `max_steps`, `max_length`).
+        peft_kwargs: The plan's `stages/<stage>/peft_config.json` (`LoraConfig` kwargs), or None
+            to train every weight.
 
     Returns:
         `{"first_loss", "last_loss", "steps", "world_size", "train_runtime_s", "num_tokens",
-        "tokens_per_s", "resumed_from", "final_dir"}`.
+        "tokens_per_s", "resumed_from", "final_dir", "adapter", "adapter_dir",
+        "trainable_parameters", "total_parameters"}`.
 
     Raises:
         SFTSetupError: On bad settings or inputs (before anything is trained).
@@ -232,6 +244,7 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
 
     model_dir, dataset_dir, out = Path(model_dir), Path(dataset_dir), Path(out_dir)
     args = sft_config(trl_kwargs, out, overrides)
+    peft = lora_config(peft_kwargs) if peft_kwargs else None
     tokenizer, dataset = _load_inputs(model_dir, dataset_dir)
 
     # Fail fast: prove the masking before loading the model or touching out_dir's checkpoints.
@@ -244,13 +257,20 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
     model = AutoModelForCausalLM.from_pretrained(
         str(model_dir), local_files_only=True,
         dtype=torch.bfloat16 if args.bf16 else torch.float32)
-    trainer = SFTTrainer(model=model, args=args, processing_class=tokenizer,
+    use_tracker_dir(trl_kwargs.get("report_to", "none"), out)
+    trainer = SFTTrainer(model=model, args=args, processing_class=tokenizer, peft_config=peft,
                          train_dataset=tokenized_dataset(tokenizer, dataset, roles))
+    counts = parameter_counts(trainer.model)
     resume = get_last_checkpoint(str(out))
     started = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume)
     wall = time.perf_counter() - started
-    _save_final(trainer, tokenizer, out)
+    if peft is None:
+        _save_final(trainer, tokenizer, out)
+    else:
+        _save_final(trainer, tokenizer, out, "adapter")
+        if trainer.is_world_process_zero():
+            merge_adapter(model_dir, out / "adapter", out / "final", tokenizer)
 
     history = trainer.state.log_history
     losses = [e["loss"] for e in history if "loss" in e]
@@ -265,6 +285,9 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         "tokens_per_s": round(tokens / wall, 1) if tokens and wall > 0 else None,
         "resumed_from": Path(resume).name if resume else None,
         "final_dir": "final",
+        "adapter": "lora" if peft is not None else None,
+        "adapter_dir": "adapter" if peft is not None else None,
+        **counts,
     }
     if trainer.is_world_process_zero():
         _write_metrics(history, out)
@@ -290,10 +313,11 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         trl_kwargs, roles = read_stage_plan(ns.plan_dir, ns.stage)
+        peft_kwargs = read_peft_config(ns.plan_dir, ns.stage)
         config = StepConfig.read(ns.config)
         summary = train_sft(config["model_dir"], config["dataset_dir"], config["out_dir"], trl_kwargs, roles,
-                            config["trl_overrides"])
-    except (SFTSetupError, MaskingError) as exc:
+                            config["trl_overrides"], peft_kwargs)
+    except (SFTSetupError, MaskingError, AdapterError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if _is_main_process():

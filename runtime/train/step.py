@@ -20,6 +20,7 @@ from pathlib import Path
 
 from craftc.ir import ModelSpec, Stage
 from runtime.step_context import StepContext, StepError, StepResult
+from runtime.tracking import run_name
 from runtime.train.stages import sft_stage
 
 __all__ = ["run_sft_step", "adopt_sft_step", "base_model_dir", "planned_tokens", "token_matched_steps",
@@ -126,6 +127,8 @@ def run_sft_step(ctx: StepContext) -> StepResult:
     model_dir = base_model_dir(ctx, stage, data_dir / "corpus.txt")
     trl_kwargs = json.loads(ctx.artifact(f"stages/{stage.name}/trl_config.json").read_text(encoding="utf-8"))
     ctx.artifact("specs/masking.json")               # read by the trainer, which the step launches
+    if stage.lora is not None:
+        ctx.artifact(f"stages/{stage.name}/peft_config.json")   # the trainer's LoraConfig
     processes = _num_processes(ctx.artifact(f"stages/{stage.name}/accelerate.yaml"))
     if ctx.launch:
         try:
@@ -147,6 +150,8 @@ def run_sft_step(ctx: StepContext) -> StepResult:
         max_length = arm_max_length(trl_kwargs["max_length"], context, longest[mode], longest["stripped"])
         # The two values the step measures instead of compiling; the config records them.
         overrides = {"max_length": max_length}
+        if "run_name" not in trl_kwargs:
+            overrides["run_name"] = run_name(ctx.plan.recipe.name, stage.name, ctx.plan.content_hash, arm)
         if arm == "stuffed" and budget == "tokens":
             overrides["max_steps"] = token_matched_steps(stripped_tokens, lengths[mode], per_step)
             metrics["stuffed_max_steps"] = overrides["max_steps"]

@@ -204,3 +204,94 @@ def test_rollout_vllm_without_a_gpu_stops_before_launching_with_one_clear_line(b
     message = str(err.value)
     assert "rollout `vllm` needs a CUDA GPU" in message and "--no-launch" in message
     assert list((tmp_path / "out").iterdir()) == []
+
+
+LORA = "lora { r 8  alpha 16  dropout 0  targets q_proj, k_proj, v_proj, o_proj, gate_up_proj, down_proj }"
+
+
+@pytest.fixture(scope="module")
+def lora_run(base):
+    """The smoke plan with a LoRA sft stage, its sft step run on the prepared data."""
+    work, plan, run = base
+    edited = compile_variant(work, "lora", SMOKE_SFT, SMOKE_SFT.replace("max_length 1536", f"max_length 1536  {LORA}"))
+    assert "stages/sft/peft_config.json" in diff_text(work, plan, edited)
+    new_run = run_dir_from(run, work / "runs" / "lora")
+    ran = craftc("run", edited, "--run-dir", new_run, "--only", "sft", cwd=work)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    return work, edited, new_run
+
+
+def test_a_lora_block_drives_sft_to_train_and_checkpoint_adapters_only(lora_run):
+    _, plan, run = lora_run
+    peft = json.loads((plan / "stages/sft/peft_config.json").read_text())
+    assert peft["target_parameters"] == ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"]
+    manifest = json.loads((run / "sft/manifest.json").read_text())
+    assert "stages/sft/peft_config.json" in manifest["plan_files"]
+    craft = manifest["metrics"]["craft"]
+    assert craft["adapter"] == "lora" and 0 < craft["trainable_parameters"] < craft["total_parameters"] / 5
+    checkpoints = sorted((run / "sft/craft").glob("checkpoint-*"))
+    assert checkpoints
+    for checkpoint in [*checkpoints, run / "sft/craft/adapter"]:
+        names = {p.name for p in checkpoint.iterdir()}
+        assert "adapter_model.safetensors" in names and "model.safetensors" not in names, names
+    from safetensors import safe_open
+
+    with safe_open(run / "sft/craft/adapter/adapter_model.safetensors", "pt") as weights:
+        assert all("lora_" in key for key in weights.keys())
+
+
+def test_the_sft_trainer_and_step_log_to_tensorboard(lora_run):
+    from runtime.tracking import read_scalars
+
+    _, _, run = lora_run
+    trainer = read_scalars(run / "sft/craft/tracking")
+    assert len(trainer["train/loss"]) == 4                       # steps 4, logging_steps 1
+    step = read_scalars(run / "sft/tracking")
+    manifest = json.loads((run / "sft/manifest.json").read_text())
+    assert step["craft/last_loss"][0][1] == pytest.approx(manifest["metrics"]["craft"]["last_loss"])
+
+
+def test_export_writes_a_model_dir_that_loads_and_generates_with_a_card_from_the_run(lora_run):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from runtime.report import build_report
+    from runtime.report.table import markdown_table
+    from tests.report.test_report import EVAL
+
+    work, plan, run = lora_run
+    (run / "report").mkdir()
+    report = build_report(EVAL)                      # the report step's data for a fixed eval result
+    (run / "report/report.json").write_text(json.dumps(report))
+    exported = craftc("export", run, "--stage", "sft", "--plan", plan, "-o", work / "exported", cwd=work)
+    assert exported.returncode == 0, exported.stderr
+    out = work / "exported"
+    model = AutoModelForCausalLM.from_pretrained(out)
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    assert not any("lora" in name for name, _ in model.named_parameters())    # merged
+    card = (out / "README.md").read_text()
+    prompt = (plan / "prompts/system_stripped.md").read_text().strip()
+    messages = [{"role": "system", "content": prompt}, {"role": "user", "content": "Total spend per advertiser"}]
+    inputs = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    with torch.no_grad():
+        generated = model.generate(**inputs, max_new_tokens=8, do_sample=False)
+    assert generated.shape[1] == inputs["input_ids"].shape[1] + 8 or tokenizer.eos_token_id in generated[0]
+    for split, table in report["tables"].items():
+        assert f"### {split}\n\n{markdown_table(table)}" in card
+    assert prompt in card and "0.5 * R_outcome" in card and "candidates ->" in card
+    assert "LoRA r 8 alpha 16" in card
+
+
+def test_export_push_lists_files_on_a_dry_run_and_fails_cleanly_without_the_hub(lora_run, tmp_path):
+    work, plan, run = lora_run
+    dry = craftc("export", run, "--stage", "sft", "--plan", plan, "-o", tmp_path / "m", "--push", "me/ads", "--dry-run",
+                 cwd=work)
+    assert dry.returncode == 0, dry.stderr
+    assert "would push" in dry.stdout and "model.safetensors" in dry.stdout and "README.md" in dry.stdout
+    env = {**__import__("os").environ, "HF_TOKEN": "hf_fake", "HF_ENDPOINT": "http://127.0.0.1:9",
+           "HF_HUB_DISABLE_TELEMETRY": "1"}
+    pushed = subprocess.run([sys.executable, "-m", "craftc.cli", "export", str(run), "--stage", "sft", "--plan",
+                             str(plan), "-o", str(tmp_path / "m"), "--push", "me/ads"],
+                            cwd=work, capture_output=True, text=True, timeout=300, env=env)
+    assert pushed.returncode == 1
+    assert "error: pushing" in pushed.stderr and "me/ads" in pushed.stderr and "Traceback" not in pushed.stderr
