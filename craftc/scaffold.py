@@ -124,7 +124,8 @@ def scaffold_project(target: str | os.PathLike, source: str | os.PathLike | None
         "example_schema.craft.j2", schema_name=schema_name)
     warehouse = None
     if source is not None and source.suffix.lower() in _DATABASE_SUFFIXES:
-        warehouse = Path(os.path.relpath(source.resolve(), target.resolve())).as_posix()
+        # Relative to the recipe file, like every path a recipe names.
+        warehouse = Path(os.path.relpath(source.resolve(), (target / "recipes").resolve())).as_posix()
 
     written: list[Path] = []
     spec_path = target / "schema_specs" / f"{schema_name}.craft"

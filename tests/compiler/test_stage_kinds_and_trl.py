@@ -22,9 +22,10 @@ def _mini_with_sft(tmp_path, sft_settings: str):
     for name in ("mini_schema.craft", "solutions"):
         src = FIXTURES / name
         (tmp_path / name).symlink_to(src, target_is_directory=src.is_dir())
-    text = (FIXTURES / "mini.craft").read_text().replace(
-        "stage sft { base small  epochs 2  lr 3e-4  batch 8  per_device_batch 4 }",
-        f"stage sft {{ base small  epochs 2  lr 3e-4  batch 8  per_device_batch 4  {sft_settings} }}")
+    old = "stage sft  { base small  epochs 2  lr 3e-4  batch 8  per_device_batch 4 }"
+    source = (FIXTURES / "mini.craft").read_text()
+    assert old in source
+    text = source.replace(old, f"stage sft  {{ base small  epochs 2  lr 3e-4  batch 8  per_device_batch 4  {sft_settings} }}")
     (tmp_path / "r.craft").write_text(text)
     return load_recipe(tmp_path / "r.craft")
 

@@ -64,7 +64,7 @@ def test_init_from_a_duckdb_warehouse_imports_its_spec_and_binds_it(tmp_path):
     spec = (project / "schema_specs" / "shop.craft").read_text()
     assert 'table "sales.customer"' in spec and "# guessed:" in spec
     recipe = (project / "recipes" / "agent.craft").read_text()
-    assert 'warehouse "../shop.duckdb"' in recipe and "workflow count_customer {" in recipe
+    assert 'warehouse "../../shop.duckdb"' in recipe and "workflow count_customer {" in recipe
     assert_project_checks_and_builds_its_dataset(project, "agent", env)
 
 

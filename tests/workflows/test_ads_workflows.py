@@ -89,7 +89,8 @@ def test_reference_passes_its_own_expectations_and_finds_data(workflow, instance
             runs += 1
             for index, turn in enumerate(instance.turns):
                 result = references[seed, instance.instance_id, index]
-                check = check_result(result.copy(), result, turn.expectations)
+                previous = references[seed, instance.instance_id, index - 1] if index else None
+                check = check_result(result.copy(), result, turn.expectations, instance.params, previous)
                 assert check.passed, f"{instance.instance_id} turn {index + 1} {instance.params}: {check.reasons}"
                 nonempty[index] += len(result) > 0
     assert runs == len(DATA_SEEDS) * PARAM_SETS
