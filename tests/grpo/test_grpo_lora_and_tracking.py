@@ -26,7 +26,7 @@ def trained(tmp_path_factory, warehouse, tiny_model):
                   out_dir=str(root / "out"), system_prompt="Answer with THINK, PLAN, CODE.",
                   reward={"weights": WEIGHTS, "aggregate": "sum", "penalties": {}, "step_rewards": True},
                   stage=STAGE, trl={**TRL, "max_steps": 2, "report_to": "tensorboard", "run_name": "t-grpo-0"},
-                  measure_rows=2, peft=PEFT, **PLAIN)
+                  peft=PEFT, **PLAIN)
     return job, train_grpo(job)
 
 
