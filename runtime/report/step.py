@@ -49,6 +49,10 @@ def render_markdown(report: dict) -> str:
         for key, label in labels:
             m = g.get(key) or {}
             parts.append(f"| {label} | {m.get('total', float('nan')):.3f} | {m.get('exec_success', float('nan')):.3f} |\n")
+    if "general" in report:              # eval { general ... }: each trained model against the base
+        from runtime.eval.general import general_markdown
+
+        parts.append("\n#" + general_markdown(report["general"]))
     return "".join(parts)
 
 
