@@ -37,17 +37,16 @@ def _run_step(plan, plan_dir: Path, run_dir: Path, name: str):
     return result
 
 
-@pytest.fixture(scope="session")
-def compiled(tmp_path_factory):
-    """(plan, plan_dir, run_dir) with the world step's warehouse in place."""
+def compile_with_world(recipe: Path, root: Path):
+    """(plan, plan_dir, run_dir): ``recipe`` compiled into ``root/plan`` and its warehouse
+    built by the world generator into ``root/run/world``, as the world step leaves it."""
     from craftc.emit.binding_sql import binding_sql
     from craftc.emit.compile import compile_to_dir
     from craftc.ir import Plan
     from runtime.world.generate import generate_warehouse
 
-    root = tmp_path_factory.mktemp("mini_ads")
     plan_dir = root / "plan"
-    compile_to_dir(FIXTURES / "mini_ads.craft", plan_dir)
+    assert compile_to_dir(recipe, plan_dir).ok
     plan = Plan.model_validate_json((plan_dir / "plan.json").read_text())
     run_dir = root / "run"
     world = run_dir / "world"
@@ -55,6 +54,12 @@ def compiled(tmp_path_factory):
     generate_warehouse(plan.recipe.schema_, world / "warehouse.duckdb", SEED, 1.0, binding_sql(plan.recipe.schema_))
     (world / "manifest.json").write_text("{}")
     return plan, plan_dir, run_dir
+
+
+@pytest.fixture(scope="session")
+def compiled(tmp_path_factory):
+    """(plan, plan_dir, run_dir) with the world step's warehouse in place."""
+    return compile_with_world(FIXTURES / "mini_ads.craft", tmp_path_factory.mktemp("mini_ads"))
 
 
 @pytest.fixture(scope="session")

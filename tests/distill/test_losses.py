@@ -15,7 +15,7 @@ import json
 import pytest
 from rich.console import Console
 
-from distill_support import FIXTURES, SEED
+from distill_support import FIXTURES, SEED, compile_with_world
 
 
 def _step(plan, plan_dir, run_dir, name, console):
@@ -33,20 +33,7 @@ def _step(plan, plan_dir, run_dir, name, console):
 @pytest.fixture(scope="module")
 def lossy(tmp_path_factory):
     """(plan, plan_dir, run_dir, console text per step, step results) after distill, gate, dataset."""
-    from craftc.emit.binding_sql import binding_sql
-    from craftc.emit.compile import compile_to_dir
-    from craftc.ir import Plan
-    from runtime.world.generate import generate_warehouse
-
-    root = tmp_path_factory.mktemp("lossy")
-    plan_dir = root / "plan"
-    assert compile_to_dir(FIXTURES / "lossy/lossy.craft", plan_dir).ok
-    plan = Plan.model_validate_json((plan_dir / "plan.json").read_text())
-    run_dir = root / "run"
-    (run_dir / "world").mkdir(parents=True)
-    generate_warehouse(plan.recipe.schema_, run_dir / "world/warehouse.duckdb", SEED, 1.0,
-                       binding_sql(plan.recipe.schema_))
-    (run_dir / "world/manifest.json").write_text("{}")
+    plan, plan_dir, run_dir = compile_with_world(FIXTURES / "lossy/lossy.craft", tmp_path_factory.mktemp("lossy"))
     texts, results = {}, {}
     for name in ("distill", "gate", "dataset"):
         buffer = io.StringIO()
