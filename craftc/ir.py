@@ -260,6 +260,17 @@ def _surface(key: str | None = None, type: str | None = None, shown: str | None 
             if v is not None}
 
 
+def _omitted_at(default: object):
+    """``exclude_if`` of a setting whose default is what craft did before the setting existed.
+
+    ``plan.json`` carries such a setting only when a recipe sets it, so a recipe that does
+    not use it compiles to the same plan, byte for byte, as before the setting was added
+    (and a run dir's finished steps stay reusable). The runtime re-validates ``plan.json``
+    with the same models, so an absent key reads as this default: it must never change.
+    """
+    return lambda value: value == default
+
+
 # ---------------------------------------------------------------- distillation
 
 
@@ -282,6 +293,13 @@ class BlockFormat(Node):
 class Teacher(Node):
     kind: TeacherKind = Field("synthetic", description="backend kind")
     candidates: int = Field(8, ge=1, description="candidate trajectories per workflow instance")
+    # Drawn after, and apart from, the held-out instances (runtime.workflows.draw_instances),
+    # so runs at different volumes are evaluated on the very same questions.
+    instances: int | None = Field(
+        None, ge=1, le=100_000, exclude_if=_omitted_at(None),
+        description="training instances per workflow the teacher writes candidates for; the held-out "
+        "instances stay the same whatever the number (default: what is left of the instances `eval` "
+        "draws once its held-out share is taken)", json_schema_extra=_surface(shown="from `eval`"))
     model: str | None = Field(None, description="model id the backend serves (openai, hf, vllm)")
     # A literal URL, or resolved from base_url_env at run time.
     base_url: str | None = Field(None, description='endpoint URL (openai), or env("VAR") holding it',

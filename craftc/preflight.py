@@ -72,19 +72,17 @@ def _world(load, recipe_path: Path, tmp: Path, console: Console):
 
 
 def _instances(plan, plan_dir: Path, warehouse: Path) -> list[dict]:
-    """The instances a run draws (same seed, same count), train and held out alike."""
+    """The instances a run draws (same seed, same `teacher { instances }`), train and held out alike."""
     import duckdb
 
-    from runtime.distill.step import instances_per_workflow
+    from runtime.distill.step import run_instances
     from runtime.step_context import StepError
-    from runtime.workflows import InstanceError, SolutionError, make_instances
+    from runtime.workflows import InstanceError, SolutionError
 
     recipe = plan.recipe
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
-        found = make_instances(recipe, con, recipe.seed,
-                               instances_per_workflow(recipe.eval.instances, recipe.eval.holdout),
-                               solution_root=plan_dir)
+        found, _ = run_instances(recipe, con, recipe.seed, solution_root=plan_dir)
     except (InstanceError, SolutionError) as err:
         raise StepError(str(err)) from None
     finally:

@@ -164,8 +164,9 @@ BLOCK_MODELS: dict[str, type[BaseModel]] = {
 BLOCK_KEYS: dict[str, dict[str, Key]] = {
     "recipe": keys_of(Recipe),
     "teacher": keys_of(Teacher, exclude=("kind",)),     # the kind is the block's name
-    # A judge's backend is asked for verdicts: it writes no candidates and repairs nothing.
-    "backend": keys_of(Teacher, exclude=("feedback", "failed_attempts")),
+    # A judge's backend is asked for verdicts: it writes no candidates, repairs nothing and
+    # draws no training instances.
+    "backend": keys_of(Teacher, exclude=("instances", "feedback", "failed_attempts")),
     "judge": keys_of(Judge),
     "gate.execution": keys_of(ExecutionGate),
     "gate.output": keys_of(OutputGate),

@@ -25,16 +25,32 @@ from rich.progress import Progress
 from craftc.ir import BlockFormat
 from runtime.step_context import StepContext, StepError, StepResult
 
-__all__ = ["run_distill", "run_gate", "run_dataset", "gated_recipe", "input_builder", "API_FACTORY", "instances_per_workflow"]
+__all__ = ["run_distill", "run_gate", "run_dataset", "gated_recipe", "input_builder", "API_FACTORY", "instances_per_workflow",
+           "run_instances"]
 
 API_FACTORY = "runtime.world.api:WarehouseApi"
 GATE_CHUNK = 64
 
 
 def instances_per_workflow(eval_instances: int, holdout: float) -> int:
-    """Enough instances that the held-out share gives about ``eval_instances`` per workflow."""
+    """Enough instances that the held-out share gives about ``eval_instances`` per workflow.
+
+    These are the instances the eval split is taken from; ``teacher { instances N }``
+    then sets the training volume apart from them (:func:`run_instances`).
+    """
     share = holdout if holdout > 0 else 0.2
     return max(eval_instances + 2, math.ceil(eval_instances / share))
+
+
+def run_instances(recipe, con, seed: int, **solutions) -> tuple[list, dict[str, str]]:
+    """The instances a run draws and their splits (the distill step and the preflight alike).
+
+    ``solutions`` is ``solution_root`` or ``solution_sources``, as for ``make_instances``.
+    """
+    from runtime.workflows import draw_instances
+
+    return draw_instances(recipe, con, seed, instances_per_workflow(recipe.eval.instances, recipe.eval.holdout),
+                          recipe.teacher.instances, **solutions)
 
 
 def _warehouse(ctx: StepContext) -> Path:
@@ -95,23 +111,22 @@ def run_distill(ctx: StepContext) -> StepResult:
     import duckdb
 
     from runtime.distill.teachers import TeacherError, make_teacher
-    from runtime.workflows import InstanceError, SolutionError, make_instances, split_instances
+    from runtime.workflows import InstanceError, SolutionError
 
     recipe = ctx.plan.recipe
     started = time.monotonic()
-    per_workflow = instances_per_workflow(recipe.eval.instances, recipe.eval.holdout)
     con = duckdb.connect(str(_warehouse(ctx)), read_only=True)
     try:
         # Through ctx.artifact, so the manifest names every solution file the step read.
         solutions = {turn.solution: ctx.artifact(turn.solution) for wf in recipe.workflows for turn in wf.turns
                      if turn.solution is not None}
-        instances = make_instances(recipe, con, ctx.seed, per_workflow, solution_sources=solutions)
+        instances, split_of = run_instances(recipe, con, ctx.seed, solution_sources=solutions)
     except (InstanceError, SolutionError) as err:
         raise StepError(str(err)) from None
     finally:
         con.close()
-    split_of = {i.instance_id: name for name, group in split_instances(instances, recipe.eval).items() for i in group}
     records = [{**i.to_dict(), "split": split_of[i.instance_id]} for i in instances]
+    _report_short_volume(recipe, records, ctx.console)
     system = ctx.artifact("prompts/system_stuffed.md").read_text(encoding="utf-8")
     requests, keys = _requests(recipe, records, system, ctx.seed)
     try:
@@ -145,6 +160,21 @@ def run_distill(ctx: StepContext) -> StepResult:
                                "requests": len(requests), "candidates": len(out), "repaired": repairs,
                                "candidates_per_s": round(len(out) / wall, 1) if wall else None},
                       outputs=("instances.json", "candidates.jsonl"))
+
+
+def _report_short_volume(recipe, records: list[dict], console) -> None:
+    """Name the workflows whose param space could not give ``teacher { instances N }``."""
+    wanted = recipe.teacher.instances
+    if wanted is None:
+        return
+    trained = defaultdict(int)
+    for record in records:
+        trained[record["workflow"]] += record["split"] == "train"
+    short = [f"{w.name} ({trained[w.name]})" for w in recipe.workflows
+             if w.name not in recipe.eval.holdout_workflows and trained[w.name] < wanted]
+    if short:
+        console.print(f"distill: fewer than {wanted} training instances (too few distinct params outside the "
+                      f"held-out ones): {', '.join(short)}")
 
 
 def _with_feedback(ctx: StepContext, teacher, requests, candidates, keys, records):

@@ -44,6 +44,7 @@ __all__ = [
     "render_ask",
     "make_instances",
     "split_instances",
+    "draw_instances",
     "SPLITS",
 ]
 
@@ -286,25 +287,37 @@ def make_instances(
         used: set[str] = set()
         for index in range(per_workflow):
             params = _distinct_params(workflow, seed, index, con, recipe.schema_, cache, used)
-            turns = tuple(
-                _render_turn(workflow, turn_index, index, params, recipe.eval, root, sources, texts,
-                             hidden=recipe.references == "hidden")
-                for turn_index in range(len(workflow.turns))
-            )
-            instances.append(Instance(workflow.name, f"{workflow.name}-{index:04d}", params, turns))
+            instances.append(_instance(recipe, workflow, index, params, root, sources, texts))
     return instances
 
 
-def _distinct_params(workflow, seed, index, con, schema, cache, used: set[str]) -> dict[str, Any]:
+def _instance(recipe: Recipe, workflow: Workflow, index: int, params: dict[str, Any], root: Path, sources,
+              texts) -> Instance:
+    turns = tuple(
+        _render_turn(workflow, turn_index, index, params, recipe.eval, root, sources, texts,
+                     hidden=recipe.references == "hidden")
+        for turn_index in range(len(workflow.turns))
+    )
+    return Instance(workflow.name, f"{workflow.name}-{index:04d}", params, turns)
+
+
+def _distinct_params(workflow, seed, index, con, schema, cache, used: set[str],
+                     forbidden: frozenset[str] = frozenset()) -> dict[str, Any] | None:
     # Redraw a few times so a workflow's instances differ; a tiny param space may still
-    # repeat, and split_instances keeps equal params on the same side of the split.
+    # repeat (the last allowed draw is kept), and split_instances keeps equal params on the
+    # same side of the split. A draw in ``forbidden`` is never kept: None when every one was.
+    chosen = None
     for attempt in range(_DISTINCT_DRAWS):
         params = sample_params(workflow, _seeded_rng(seed, workflow.name, index, attempt), con, schema, cache)
         key = json.dumps(params, sort_keys=True, default=str)
+        if key in forbidden:
+            continue
+        chosen = params
         if key not in used:
             break
-    used.add(key)
-    return params
+    if chosen is not None:
+        used.add(json.dumps(chosen, sort_keys=True, default=str))
+    return chosen
 
 
 def _render_turn(workflow, turn_index, index, params, eval_spec, root: Path, sources, texts,
@@ -374,6 +387,87 @@ def split_instances(instances: Sequence[Instance], eval_spec: EvalSpec) -> dict[
     for instance in instances:
         splits[split_of[instance.instance_id]].append(instance)
     return splits
+
+
+def draw_instances(
+    recipe: Recipe,
+    con: Any,
+    seed: int,
+    per_workflow: int,
+    train_per_workflow: int | None = None,
+    solution_root: str | Path = ".",
+    solution_sources: Mapping[str, str | Path] | None = None,
+) -> tuple[list[Instance], dict[str, str]]:
+    """A run's instances and their splits, with ``train_per_workflow`` training instances each.
+
+    The held-out instances never depend on the training volume: the first
+    ``per_workflow`` instances of each workflow are drawn and split exactly as
+    :func:`make_instances` and :func:`split_instances` do, and that split's held-out part
+    is kept whole. Only its ``train`` part is then resized per workflow: cut to its first
+    ``train_per_workflow`` instances, or topped up with instances drawn after them
+    (indices from ``per_workflow`` on) that ask in a trainable phrasing and never take a
+    held-out param set. An instance's draw depends on its index and the ones before, not
+    on the volume, so a smaller volume's training set is part of a larger one's.
+    Workflows of ``holdout_workflows`` get no training instances at any volume. A param
+    space too small to give enough instances leaves a workflow with fewer.
+
+    Args:
+        recipe: The resolved recipe (``eval`` decides the held-out instances).
+        con: A DuckDB connection with the logical views bound.
+        seed: The run's seed.
+        per_workflow: Instances drawn per workflow before the split (the held-out ones
+            come from these).
+        train_per_workflow: Training instances per workflow; None keeps the train split
+            as it falls, exactly what :func:`split_instances` gives.
+        solution_root: As for :func:`make_instances`.
+        solution_sources: As for :func:`make_instances`.
+
+    Returns:
+        (instances ordered by workflow, then index; instance id -> split name).
+    """
+    base = make_instances(recipe, con, seed, per_workflow, solution_root, solution_sources)
+    split_of = {i.instance_id: name for name, group in split_instances(base, recipe.eval).items() for i in group}
+    if train_per_workflow is None:
+        return base, split_of
+    root = Path(solution_root)
+    sources = {key: Path(value) for key, value in (solution_sources or {}).items()}
+    texts: dict[str, str] = {}
+    cache: dict = {}
+    held_workflows = set(recipe.eval.holdout_workflows)
+    out: list[Instance] = []
+    for workflow in recipe.workflows:
+        drawn = [i for i in base if i.workflow == workflow.name]
+        train = [i for i in drawn if split_of[i.instance_id] == "train"]
+        for dropped in train[train_per_workflow:]:
+            del split_of[dropped.instance_id]
+        out += [i for i in drawn if i.instance_id in split_of]
+        if workflow.name in held_workflows or len(train) >= train_per_workflow:
+            continue
+        used = {i.params_key() for i in drawn}
+        held = frozenset(i.params_key() for i in drawn if split_of[i.instance_id] == "eval_params")
+        missing = train_per_workflow - len(train)
+        # Bounded: a trainable phrasing comes at least once every `widest` indices, and an
+        # index is skipped only when every draw hits a held-out param set.
+        widest = max(len(turn.asks) for turn in workflow.turns)
+        for index in range(per_workflow, per_workflow + 4 * widest * (missing + _DISTINCT_DRAWS)):
+            if missing == 0:
+                break
+            if _held_out_slot(index, workflow, recipe.eval):
+                continue
+            params = _distinct_params(workflow, seed, index, con, recipe.schema_, cache, used, held)
+            if params is None:
+                continue
+            instance = _instance(recipe, workflow, index, params, root, sources, texts)
+            out.append(instance)
+            split_of[instance.instance_id] = "train"
+            missing -= 1
+    return out, split_of
+
+
+def _held_out_slot(index: int, workflow: Workflow, eval_spec: EvalSpec) -> bool:
+    """Whether the instance at ``index`` asks some turn in a held-out phrasing."""
+    return any(_phrasing_for(index, workflow, len(turn.asks), eval_spec)
+               >= len(turn.asks) - _held_out(eval_spec, len(turn.asks)) for turn in workflow.turns)
 
 
 def _held_out_param_keys(group: list[Instance], share: float) -> set[str]:

@@ -103,3 +103,25 @@ def test_same_seed_gives_same_bytes(distilled, fresh_run_dir):
     _run_step(plan, plan_dir, copy, "distill")
     for name in ("candidates.jsonl", "instances.json"):
         assert (copy / "distill" / name).read_bytes() == (run_dir / "distill" / name).read_bytes()
+
+
+def test_a_training_volume_keeps_the_held_out_instances_and_sets_the_train_count(distilled, fresh_run_dir):
+    run_dir, _ = distilled
+    plan, plan_dir, copy = fresh_run_dir
+    teacher = plan.recipe.teacher.model_copy(update={"instances": 12})
+    sized = plan.model_copy(update={"recipe": plan.recipe.model_copy(update={"teacher": teacher})})
+    result = _run_step(sized, plan_dir, copy, "distill")
+
+    def held_out(path):
+        return [i for i in json.loads(path.read_text()) if i["split"] != "train"]
+
+    assert held_out(copy / "distill" / "instances.json") == held_out(run_dir / "distill" / "instances.json")
+    records = json.loads((copy / "distill" / "instances.json").read_text())
+    per_workflow = {}
+    for record in records:
+        per_workflow[record["workflow"]] = per_workflow.get(record["workflow"], 0) + (record["split"] == "train")
+    assert set(per_workflow.values()) == {12}
+    train_ids = {r["instance_id"] for r in records if r["split"] == "train"}
+    candidates = [json.loads(line) for line in (copy / "distill" / "candidates.jsonl").read_text().splitlines()]
+    assert {c["instance_id"] for c in candidates} == train_ids
+    assert result.metrics["splits"]["train"] == 12 * len(per_workflow)

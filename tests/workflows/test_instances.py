@@ -14,7 +14,7 @@ from craftc.ir import (
     Turn, Workflow,
 )
 from runtime.workflows import (
-    SPLITS, Instance, InstanceError, make_instances, render_ask, sample_params, split_instances,
+    SPLITS, Instance, InstanceError, draw_instances, make_instances, render_ask, sample_params, split_instances,
 )
 
 SOLUTION = '"""Top ${n} campaigns of ${advertiser} over ${days} days."""\nresult = api.query("SELECT 1").head(${n})\n'
@@ -191,3 +191,69 @@ def test_no_held_out_phrasings_means_none_in_eval_phrasings(con, recipe, tmp_pat
 def test_a_missing_solution_file_is_a_clear_error(con, recipe, tmp_path):
     with pytest.raises(ValueError, match=r"reference solution `.*top.py` does not exist"):
         make_instances(recipe, con, 7, 1, tmp_path / "elsewhere")
+
+
+# ---------------------------------------------------------------- training volume (teacher { instances N })
+
+
+def _held_out(instances, split_of):
+    return [(i.to_dict(), split_of[i.instance_id]) for i in instances if split_of[i.instance_id] != "train"]
+
+
+def _train_per_workflow(instances, split_of):
+    counts = {}
+    for i in instances:
+        counts[i.workflow] = counts.get(i.workflow, 0) + (split_of[i.instance_id] == "train")
+    return counts
+
+
+def test_the_held_out_instances_are_the_same_at_every_training_volume(con, recipe, tmp_path):
+    unset = draw_instances(recipe, con, 7, 12, None, tmp_path)
+    small = draw_instances(recipe, con, 7, 12, 3, tmp_path)
+    large = draw_instances(recipe, con, 7, 12, 40, tmp_path)
+    assert _held_out(*unset) == _held_out(*small) == _held_out(*large)
+    assert {split for _, split in _held_out(*large)} == {"eval_params", "eval_phrasings"}
+
+
+def test_the_training_count_per_workflow_is_what_the_setting_says(con, recipe, tmp_path):
+    for volume in (3, 40):
+        instances, split_of = draw_instances(recipe, con, 7, 12, volume, tmp_path)
+        assert _train_per_workflow(instances, split_of) == {"top": volume, "drill": volume}
+        assert len({i.instance_id for i in instances}) == len(instances) == len(split_of)
+
+
+def test_without_the_setting_the_instances_and_split_are_todays(con, recipe, tmp_path):
+    instances, split_of = draw_instances(recipe, con, 7, 12, None, tmp_path)
+    assert instances == make_instances(recipe, con, 7, 12, tmp_path)
+    assert split_of == {i.instance_id: name for name, part in split_instances(instances, recipe.eval).items()
+                        for i in part}
+
+
+def test_added_training_instances_ask_trainable_phrasings_and_never_held_out_params(con, recipe, tmp_path):
+    instances, split_of = draw_instances(recipe, con, 7, 12, 40, tmp_path)
+    train = [i for i in instances if split_of[i.instance_id] == "train"]
+    held_params = {i.params_key() for i in instances if split_of[i.instance_id] == "eval_params"}
+    assert held_params and not {i.params_key() for i in train} & held_params
+    for instance in train:
+        assert all(t.phrasing_index < t.phrasings - min(1, t.phrasings - 1) for t in instance.turns)
+    # the 8 trainable-phrasing instances of a workflow give 6 train ones; the rest are new draws
+    assert sum(i.workflow == "top" and int(i.instance_id[-4:]) >= 12 for i in train) == 40 - 6
+
+
+def test_a_smaller_volume_trains_on_part_of_a_larger_one(con, recipe, tmp_path):
+    def train_ids(volume):
+        instances, split_of = draw_instances(recipe, con, 7, 12, volume, tmp_path)
+        return {i.instance_id: i for i in instances if split_of[i.instance_id] == "train"}
+
+    for smaller, larger in ((3, 20), (20, 40)):
+        small, large = train_ids(smaller), train_ids(larger)
+        assert set(small) < set(large)
+        assert all(small[k] == large[k] for k in small)
+
+
+def test_held_out_workflows_get_no_training_instances_at_any_volume(con, recipe, tmp_path):
+    held = recipe.model_copy(update={"eval": EvalSpec(holdout=0.25, holdout_phrasings=1,
+                                                      holdout_workflows=("drill",))})
+    instances, split_of = draw_instances(held, con, 7, 12, 40, tmp_path)
+    assert _train_per_workflow(instances, split_of) == {"top": 40, "drill": 0}
+    assert sum(split_of[i.instance_id] == "eval_workflows" for i in instances) == 12
