@@ -604,6 +604,13 @@ class Recipe(Node):
     on_loss: Literal["warn", "error"] = Field(
         "warn", description="when a workflow loses training data in a run (a skipped reference, no "
         "accepted trajectory): `warn`, or `error` to fail the step")
+    # Both trained arms (craft, sft_only) read the stripped prompt in SFT, GRPO and eval; the
+    # stuffed baseline's prompt is the control and never changes with this setting.
+    stripped_prompt: Literal["full", "compact"] = Field(
+        "full", exclude_if=_omitted_at("full"),
+        description="the stripped arms' system prompt: `full` explains the task, the block format and "
+        "the tools; `compact` is three lines (the warehouse, the block tags, the tool names) and leaves "
+        "the rest to training")
     track: Tracker = Field(
         "tensorboard", description="experiment tracker the trainers (TRL's `report_to`) and the steps' "
         "metrics log to; tensorboard and trackio write into the run dir")

@@ -2,7 +2,10 @@
 
 Both system prompts come from the same task template, so the only difference between
 the CRAFT input and the schema-stuffed baseline is the schema and API section the
-stuffed one appends: the token budget compares like with like.
+stuffed one appends: the token budget compares like with like. With ``stripped_prompt
+compact`` the stripped prompt is three lines instead (the warehouse, the block tags, the
+tool names), for a model that is trained to carry the rest; the stuffed prompt, the
+control, stays the full one.
 """
 
 from __future__ import annotations
@@ -41,8 +44,10 @@ def render_prompts(recipe: Recipe, logical_ddl: str) -> dict[str, str]:
         "metrics": recipe.schema_.metrics,
         "logical_ddl": logical_ddl,
     }
+    stripped = "prompts/system_compact.md.j2" if recipe.stripped_prompt == "compact" else \
+        "prompts/system_stripped.md.j2"
     return {
-        "prompts/system_stripped.md": render_template("prompts/system_stripped.md.j2", **context),
+        "prompts/system_stripped.md": render_template(stripped, **context),
         "prompts/system_stuffed.md": render_template("prompts/system_stuffed.md.j2", **context),
         "prompts/turn.md": render_template("prompts/turn.md.j2", **context),
     }

@@ -10,6 +10,7 @@ import pytest
 
 from craftc.emit import EmitError, emit_plan, render_plan_files
 from craftc.ir import BlockFormat, Reward
+from craftc.tokens import estimate_tokens
 from runtime.plan import load_plan, plan_content_hash
 
 CONTRACT_FILES = {
@@ -99,6 +100,31 @@ def test_prompts_use_the_recipe_tag_names_and_only_stuffed_shows_the_schema(reci
     assert "api.describe(entity)" in stuffed
     assert stuffed.startswith(stripped.rstrip("\n"))     # stuffed = stripped + schema and API
     assert "Output of the PY block" in files["prompts/turn.md"].decode()
+
+
+def test_the_compact_stripped_prompt_is_three_lines_and_the_stuffed_control_is_unchanged(recipe, solutions):
+    full = render_plan_files(recipe, solutions)
+    compact = render_plan_files(recipe.model_copy(update={"stripped_prompt": "compact"}), solutions)
+    prompt = compact["prompts/system_stripped.md"].decode()
+    assert prompt.splitlines() == [
+        "You are a data analyst agent for the `shop` warehouse (schema version 1).",
+        "Reply with <THINK>, <PLAN>, <CODE> blocks, or <ANSWER> once a result answers.",
+        "Tools: run_code, list_entities, describe_entity.",
+    ]
+    assert estimate_tokens(prompt) < 100 and len(prompt.split()) < 40
+    assert compact["prompts/system_stuffed.md"] == full["prompts/system_stuffed.md"]
+    assert compact["prompts/turn.md"] == full["prompts/turn.md"]
+    budget = json.loads(compact["review/token_budget.json"])["system"]
+    assert budget["stripped"] == estimate_tokens(prompt)
+    assert budget["stuffed"] == json.loads(full["review/token_budget.json"])["system"]["stuffed"]
+
+
+def test_settings_left_at_their_default_are_not_written_into_plan_json(recipe, solutions):
+    recipe_of = json.loads(render_plan_files(recipe, solutions)["plan.json"])["recipe"]
+    assert "stripped_prompt" not in recipe_of and "instances" not in recipe_of["teacher"]
+    assert "digits" not in recipe_of["models"][0]
+    set_ = recipe.model_copy(update={"stripped_prompt": "compact"})
+    assert json.loads(render_plan_files(set_, solutions)["plan.json"])["recipe"]["stripped_prompt"] == "compact"
 
 
 def test_reward_spec_normalises_weights_and_trl_gets_them_in_component_order(recipe, solutions):
