@@ -438,6 +438,12 @@ class ModelSpec(Node):
     intermediate: int = Field(384, ge=8, description="tiny_moe: expert MLP size")
     vocab: int = Field(2048, ge=64, description="tiny_moe: BPE vocabulary size")
     seed: int = Field(0, ge=0, description="tiny_moe: weight init seed")
+    # One token per digit lets the model copy a number it never saw from the question into
+    # its code; merged digits give each number whatever BPE pieces the corpus happened to make.
+    digits: Literal["merged", "split"] = Field(
+        "merged", exclude_if=_omitted_at("merged"),
+        description="tiny_moe: `split` makes the tokenizer give every digit its own token; `merged` lets "
+        "BPE merge digits into longer pieces like any other text")
 
 
 class LoraAdapter(Node):

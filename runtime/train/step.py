@@ -35,7 +35,7 @@ def _model_spec(ctx: StepContext, stage: Stage) -> ModelSpec | None:
 
 def base_model_dir(ctx: StepContext, stage: Stage, corpus: Path) -> Path:
     """The embedded tiny_moe is built from the recipe's corpus; real bases are located."""
-    from runtime.train.tiny_moe import SIZE_FIELDS, build_tiny_moe
+    from runtime.train.tiny_moe import SPEC_FIELDS, build_tiny_moe
 
     spec = _model_spec(ctx, stage)
     if spec is None:
@@ -45,7 +45,7 @@ def base_model_dir(ctx: StepContext, stage: Stage, corpus: Path) -> Path:
         texts = corpus.read_text(encoding="utf-8").split("\n\n")
         ctx.console.print(f"building tiny_moe base ({spec.hidden} hidden, {spec.layers} layers, "
                           f"{spec.experts} experts) with a tokenizer trained on the recipe corpus")
-        sizes = {name: getattr(spec, name) for name in SIZE_FIELDS}
+        sizes = {name: getattr(spec, name) for name in SPEC_FIELDS}
         return build_tiny_moe(ctx.out_dir / "base", texts, {**sizes, "seed": spec.seed + ctx.seed})
     if spec.source == "gguf":
         from runtime.train.pretrained import GGUFError, convert_gguf, resolve_gguf

@@ -27,11 +27,14 @@ import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import get_args
 
 from craftc.ir import ModelSpec
 
 __all__ = [
     "SIZE_FIELDS",
+    "SPEC_FIELDS",
+    "DIGITS",
     "CHAT_TEMPLATE",
     "DEFAULT_SPEC",
     "RESPONSE_TEMPLATE",
@@ -52,7 +55,10 @@ SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 # them once (type, range, default) for recipes and for this builder alike.
 SIZE_FIELDS = ("hidden", "layers", "heads", "kv_heads", "experts", "top_k", "intermediate", "vocab", "context",
                "seed")
-DEFAULT_SPEC = {name: ModelSpec.model_fields[name].default for name in SIZE_FIELDS}
+# How the tokenizer treats numbers (`ModelSpec.digits`): `split` gives every digit its own token.
+DIGITS: tuple[str, ...] = get_args(ModelSpec.model_fields["digits"].annotation)
+SPEC_FIELDS = (*SIZE_FIELDS, "digits")
+DEFAULT_SPEC = {name: ModelSpec.model_fields[name].default for name in SPEC_FIELDS}
 
 # Assistant output sits inside {% generation %}; everything else outside. Tool calls are
 # rendered in Qwen's <tool_call> JSON form so that TRL's GRPO tool loop
@@ -130,9 +136,12 @@ def resolve_spec(spec: dict | None) -> dict:
     spec = dict(spec or {})
     errors = [f"unknown key `{k}` (known: {', '.join(DEFAULT_SPEC)})" for k in spec if k not in DEFAULT_SPEC]
     full = {**DEFAULT_SPEC, **{k: v for k, v in spec.items() if k in DEFAULT_SPEC}}
-    for key, value in full.items():
+    for key in SIZE_FIELDS:
+        value = full[key]
         if not isinstance(value, int) or isinstance(value, bool) or (value <= 0 and key != "seed"):
             errors.append(f"`{key}` must be a positive integer, got {value!r}")
+    if full["digits"] not in DIGITS:
+        errors.append(f"`digits` must be one of {', '.join(DIGITS)}, got {full['digits']!r}")
     if not errors:
         if full["top_k"] > full["experts"]:
             errors.append(f"`top_k` ({full['top_k']}) exceeds `experts` ({full['experts']})")
@@ -147,12 +156,14 @@ def resolve_spec(spec: dict | None) -> dict:
     return full
 
 
-def build_tokenizer(corpus: Iterable[str], vocab: int):
+def build_tokenizer(corpus: Iterable[str], vocab: int, digits: str = "merged"):
     """Train a byte-level BPE tokenizer on `corpus` and wrap it for transformers.
 
     Args:
         corpus: The recipe's own texts (prompts, plans, code, schema docs).
         vocab: Target vocabulary size (a small corpus may give fewer merges).
+        digits: `split` pre-tokenizes every digit apart, so no merge can join digits and
+            `1234` is always four tokens; `merged` leaves numbers to BPE like other text.
 
     Returns:
         A `PreTrainedTokenizerFast` with the ChatML specials, chat template and
@@ -166,7 +177,11 @@ def build_tokenizer(corpus: Iterable[str], vocab: int):
     if not texts:
         raise TinyMoeSpecError("the tokenizer corpus is empty: pass the recipe's prompts, plans and code")
     bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    # Digits first: ByteLevel maps digits to themselves, so isolating them before it keeps
+    # every digit a one-byte piece that BPE can never merge with its neighbours.
+    bpe.pre_tokenizer = byte_level if digits == "merged" else pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), byte_level])
     bpe.decoder = decoders.ByteLevel()
     # trim_offsets=False keeps offsets exact, which the mask report relies on.
     bpe.post_processor = processors.ByteLevel(trim_offsets=False)
@@ -235,7 +250,7 @@ def build_tiny_moe(out_dir: str | os.PathLike, corpus: Iterable[str], spec: dict
 
     spec = resolve_spec(spec)
     out = Path(out_dir)
-    tok = build_tokenizer(corpus, spec["vocab"])
+    tok = build_tokenizer(corpus, spec["vocab"], spec["digits"])
     tok.model_max_length = spec["context"]
     config = _model_config(spec, tok)
     # Seed only the init: fork_rng leaves the caller's global RNG state untouched.

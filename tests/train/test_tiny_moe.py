@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from train_support import TINY_SPEC, corpus_of
 
-from runtime.train.tiny_moe import DEFAULT_SPEC, TinyMoeSpecError, build_tiny_moe, resolve_spec
+from runtime.train.tiny_moe import DEFAULT_SPEC, TinyMoeSpecError, build_tiny_moe, build_tokenizer, resolve_spec
 
 
 def file_hashes(model_dir: Path) -> dict[str, str]:
@@ -96,10 +96,43 @@ def test_bad_spec_names_every_problem():
     msg = str(err.value)
     assert "unknown key `hiden`" in msg and "`layers` must be a positive integer" in msg
     assert set(DEFAULT_SPEC) == {"hidden", "layers", "heads", "kv_heads", "experts", "top_k",
-                                 "intermediate", "vocab", "context", "seed"}
+                                 "intermediate", "vocab", "context", "seed", "digits"}
+    with pytest.raises(TinyMoeSpecError, match="`digits` must be one of merged, split, got 'apart'"):
+        resolve_spec({"digits": "apart"})
 
 
 def test_empty_corpus_is_refused(tmp_path):
     with pytest.raises(TinyMoeSpecError, match="corpus is empty"):
         build_tiny_moe(tmp_path / "m", [], TINY_SPEC)
     assert not (tmp_path / "m").exists()
+
+
+# Numbers the corpus repeats, so that merged BPE learns multi-digit pieces for them.
+NUMBERS = ["campaign 1234 spent 5678 on 2024-01-31; top 10 of 1234 by ctr"] * 40
+
+
+def _pieces(tokenizer, text):
+    return tokenizer.convert_ids_to_tokens(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def test_split_digits_give_every_digit_its_own_token():
+    split = build_tokenizer(NUMBERS, 400, digits="split")
+    assert _pieces(split, "campaign 1234") == ["campaign", "Ġ", "1", "2", "3", "4"]
+    # a number the corpus never had is still one token per digit, and decodes unchanged
+    assert [p for p in _pieces(split, "spent 90817") if p.isdigit()] == ["9", "0", "8", "1", "7"]
+    assert split.decode(split("campaign 1234, 2024-01-31")["input_ids"]) == "campaign 1234, 2024-01-31"
+
+
+def test_merged_digits_leave_numbers_to_bpe_as_before():
+    merged = build_tokenizer(NUMBERS, 400)
+    assert _pieces(merged, "campaign 1234") == ["campaign", "Ġ1234"]
+    again = build_tokenizer(NUMBERS, 400, digits="merged")
+    assert again.backend_tokenizer.to_str() == merged.backend_tokenizer.to_str()
+
+
+def test_the_digits_setting_reaches_the_built_model_dir(tmp_path, conversations):
+    from transformers import AutoTokenizer
+
+    built = build_tiny_moe(tmp_path / "m", corpus_of(conversations) + NUMBERS, {**TINY_SPEC, "digits": "split"})
+    tokenizer = AutoTokenizer.from_pretrained(built)
+    assert _pieces(tokenizer, "campaign 1234")[-4:] == ["1", "2", "3", "4"]
