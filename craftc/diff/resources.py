@@ -21,7 +21,8 @@ _NAMED_LISTS = {
     "tool": ("tools",), "judge": ("judges",), "model": ("models",), "stage": ("stages",),
 }
 _SINGLE = ("format", "teacher", "gates", "reward", "eval")
-_RECIPE_KEYS = ("name", "profile", "profiles", "seed", "scale")
+# `stripped_prompt` only where set (plan.json omits it at its default).
+_RECIPE_KEYS = ("name", "profile", "profiles", "seed", "scale", "stripped_prompt")
 
 
 def _is_object_list(value: Any) -> bool:

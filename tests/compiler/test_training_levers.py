@@ -1,0 +1,73 @@
+"""The training levers (volume, compact stripped prompt, digit-wise numbers) are recipe settings.
+
+Each defaults to what craft did before it existed: a recipe that leaves it out compiles
+to the plan it always did. The ads recipe's `probe` profile turns all three on and
+changes nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from compiler_support import ROOT
+
+from craftc.diff import PlanSide, diff_sides, render_text
+from craftc.emit.compile import compile_recipe
+from craftc.frontend import load_recipe
+
+ADS = ROOT / "recipes/ads_analytics.craft"
+
+
+@pytest.fixture(scope="module")
+def plans():
+    out = {}
+    for profile in ("default", "probe"):
+        compiled = compile_recipe(ADS, profile)
+        assert compiled.ok, compiled.load.render()
+        out[profile] = compiled.files
+    return out
+
+
+def test_the_probe_profile_turns_on_the_three_levers(plans):
+    recipe = json.loads(plans["probe"]["plan.json"])["recipe"]
+    assert recipe["teacher"]["instances"] == 40
+    assert recipe["stripped_prompt"] == "compact"
+    assert [m["digits"] for m in recipe["models"]] == ["split"]
+
+
+def test_the_probe_profile_changes_nothing_but_the_levers(plans):
+    default, probe = (json.loads(plans[p]["plan.json"])["recipe"] for p in ("default", "probe"))
+    probe["teacher"].pop("instances")
+    probe.pop("stripped_prompt")
+    probe["models"][0].pop("digits")
+    assert {k for k in default if default[k] != probe[k]} == {"profile"}
+    changed = {path for path in plans["default"].keys() | plans["probe"].keys()
+               if plans["default"].get(path) != plans["probe"].get(path)}
+    assert changed == {"plan.json", "prompts/system_stripped.md", "review/token_budget.json"}
+
+
+def test_craftc_diff_names_each_lever_the_probe_sets(plans):
+    default, probe = (PlanSide(p, json.loads(plans[p]["plan.json"]), plans[p]) for p in ("default", "probe"))
+    text = render_text(diff_sides(default, probe))
+    assert 'stripped_prompt "compact" (added)' in text
+    assert "teacher { instances 40 (added) }" in text
+    assert 'model tiny_moe { digits "split" (added) }' in text
+
+
+def test_the_default_plan_does_not_mention_the_levers(plans):
+    recipe = json.loads(plans["default"]["plan.json"])["recipe"]
+    assert "stripped_prompt" not in recipe and "instances" not in recipe["teacher"]
+    assert all("digits" not in m for m in recipe["models"])
+
+
+def test_a_judge_backend_draws_no_training_instances(tmp_path):
+    recipe = tmp_path / "r.craft"
+    text = ADS.read_text().replace(
+        'teacher synthetic { candidates 4  noise 50% }',
+        'teacher synthetic { candidates 4  noise 50% }\n  judge biz { kind llm  backend { kind openai  '
+        'model "m"  instances 3 } }')
+    recipe.write_text(text.replace('"../', f'"{ROOT}/'))
+    result = load_recipe(recipe)
+    assert [d.code for d in result.diagnostics if d.severity == "error"] == ["E201"]
+    assert "unknown setting `instances`" in result.render()
