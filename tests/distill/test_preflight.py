@@ -68,3 +68,23 @@ def test_no_rows_for_some_instances_is_a_warning_and_for_all_an_error():
     every = [{**some[0], "instance_id": i["instance_id"]} for i in instances]
     [error] = _diagnostics(load, instances, [], every, [])
     assert (error.code, error.severity) == ("E315", "error") and "fails on 4 of 4 instances" in error.message
+
+
+def test_the_preflight_checks_what_a_run_draws_at_its_training_volume(compiled):
+    import duckdb
+
+    from craftc.preflight import _instances
+    from runtime.distill.step import run_instances
+
+    plan, plan_dir, run_dir = compiled
+    teacher = plan.recipe.teacher.model_copy(update={"instances": 12})
+    sized = plan.model_copy(update={"recipe": plan.recipe.model_copy(update={"teacher": teacher})})
+    warehouse = run_dir / "world" / "warehouse.duckdb"
+    checked = [i["instance_id"] for i in _instances(sized, plan_dir, warehouse)]
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        drawn, split_of = run_instances(sized.recipe, con, sized.recipe.seed, solution_root=plan_dir)
+    finally:
+        con.close()
+    assert checked == [i.instance_id for i in drawn]
+    assert sum(split == "train" for split in split_of.values()) == 12 * len(sized.recipe.workflows)
