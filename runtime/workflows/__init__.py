@@ -12,6 +12,7 @@ from runtime.workflows.instances import (
     Instance,
     InstanceError,
     InstanceTurn,
+    ask_slots,
     make_instances,
     render_ask,
     sample_params,
@@ -28,6 +29,7 @@ from runtime.workflows.solutions import (
 )
 
 __all__ = [
+    "ask_slots",
     "warmup_jobs",
     "SPLITS",
     "CheckResult",
