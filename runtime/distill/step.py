@@ -223,7 +223,7 @@ def gate_candidates(recipe, instances: list[dict], candidates: list[dict], pool,
     if gate.voters:
         checks = {key: turn.expectations for key, (turn, _) in turns.items()}
         agreement = settle_agreement(outcomes, gate.voters, checks, {k: v["params"] for k, v in by_id.items()},
-                                     recipe.gates.output.agree, recipe.gates.order)
+                                     recipe.gates.output.agree, recipe.gates.order, gate.off_question)
         if report is not None:
             report["agreement"] = agreement
     if report is not None and "oracle" in report:
