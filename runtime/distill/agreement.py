@@ -13,6 +13,12 @@ answer is guessed.
 A ``subset_of previous`` check is judged here too, against the agreed result of the
 instance's previous turn (not judged when that turn was set aside).
 
+A candidate whose code the judge gate rejects for ignoring a param the question asks
+for (a ``prompt_params`` judge) does not vote: its rows answer another question (the
+top 10 of 60 days where 30 were asked), so they are no evidence about this one. Two
+such candidates that made the same substitution would otherwise agree with each
+other and outvote, or tie with, the candidates that answered the question.
+
 Example:
     >>> import pandas as pd
     >>> a, b = pd.DataFrame({"x": [1, 2]}), pd.DataFrame({"x": [2, 1]})
@@ -22,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from runtime.distill.gates import decide_first
@@ -59,7 +66,7 @@ def _reject(outcome: dict, cls: str, reason: str, order: tuple[str, ...]) -> Non
 
 def settle_agreement(outcomes: list[dict], voters: dict[tuple[str, int], list[tuple[str, Any]]],
                      expectations: dict[tuple[str, int], tuple], params: dict[str, dict], threshold: float,
-                     order: tuple[str, ...]) -> dict[str, Any]:
+                     order: tuple[str, ...], off_question: Collection[str] = ()) -> dict[str, Any]:
     """Decide every voting instance turn; updates ``outcomes`` in place.
 
     Args:
@@ -70,15 +77,19 @@ def settle_agreement(outcomes: list[dict], voters: dict[tuple[str, int], list[tu
         params: instance id -> its params.
         threshold: the output gate's ``agree`` share.
         order: the gate order.
+        off_question: candidates the judge gate rejects for ignoring an asked param;
+            they do not vote (their outcome stays the judge's rejection).
 
     Returns:
-        The funnel's ``agreement`` section: instance turns voted, agreed and set aside.
+        The funnel's ``agreement`` section: instance turns voted, agreed and set aside,
+        and the candidates that did not vote because they answer another question.
     """
     from runtime.workflows import check_result
 
     by_id = {o["candidate_id"]: o for o in outcomes}
     agreed: dict[tuple[str, int], Any] = {}
     set_aside: list[str] = []
+    abstained = 0
     for key in sorted(voters, key=lambda k: (k[0], k[1])):
         instance, turn = key
         checks = expectations.get(key, ())
@@ -86,6 +97,11 @@ def settle_agreement(outcomes: list[dict], voters: dict[tuple[str, int], list[tu
         previous = agreed.get((instance, turn - 1))
         ballots = []
         for candidate, frame in voters[key]:
+            if candidate in off_question:
+                by_id[candidate]["agreement"] = {"voted": False, "why": "the code ignores a param the question "
+                                                 "asks for: its result answers another question"}
+                abstained += 1
+                continue
             if subset and previous is not None:
                 verdict = check_result(frame, None, subset, params.get(instance, {}), previous)
                 if not verdict.passed:
@@ -117,4 +133,4 @@ def settle_agreement(outcomes: list[dict], voters: dict[tuple[str, int], list[tu
     return {"threshold": threshold, "min_agreeing": MIN_AGREEING, "instance_turns": voted,
             "agreed": voted - len(set_aside), "set_aside": len(set_aside),
             "set_aside_rate": round(len(set_aside) / voted, 4) if voted else 0.0,
-            "set_aside_instance_turns": set_aside}
+            "set_aside_instance_turns": set_aside, "not_voting_off_question": abstained}

@@ -174,7 +174,9 @@ def _agreement_markdown(agreement: dict[str, Any] | None) -> list[str]:
     return ["", "## Agreement (no visible reference)", "",
             f"{agreement['instance_turns']} instance turns voted; {agreement['agreed']} agreed on a result "
             f"(at least {agreement['threshold']:.0%} of the candidates that passed every check, and at least "
-            f"{agreement['min_agreeing']}); {agreement['set_aside']} set aside ({agreement['set_aside_rate']:.1%})."]
+            f"{agreement['min_agreeing']}); {agreement['set_aside']} set aside ({agreement['set_aside_rate']:.1%})."
+            + (f" {agreement['not_voting_off_question']} candidates did not vote: the judges found an asked param "
+               "missing from their code." if agreement.get("not_voting_off_question") else "")]
 
 
 def _cell(value) -> str:

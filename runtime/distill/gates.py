@@ -11,7 +11,8 @@
   hidden``, or a turn with checks only) ``mismatch`` means: ``check`` (the result
   fails one of the turn's checks), ``disagree`` (it is outside the majority result
   of the instance turn's candidates) or ``no_agreement`` (no result reached the
-  ``agree`` share: the instance turn is set aside), see `agreement`.
+  ``agree`` share: the instance turn is set aside), see `agreement`; a candidate the
+  judges reject for ignoring an asked param does not vote.
 - **judge** asks the judge ensemble (see `judges`).
 
 Every gate of the recipe's order is evaluated for every candidate (cheap once the
@@ -143,8 +144,11 @@ class TriGate:
         self.gates = recipe.gates
         self.ensemble = ensemble or JudgeEnsemble.from_recipe(recipe)
         self.references: dict[tuple[str, int], Any] = {}
-        # Without a visible reference: the results that vote on each instance turn.
+        # Without a visible reference: the results that vote on each instance turn, and
+        # the candidates the judges reject for ignoring an asked param (they do not vote).
         self.voters: dict[tuple[str, int], list[tuple[str, Any]]] = {}
+        self.off_question: set[str] = set()
+        self._param_judges = {j.name for j in self.ensemble.judges if getattr(j, "kind", None) == "prompt_params"}
         # Result frames by candidate, kept only to measure against hidden references.
         self.keep_frames = False
         self.frames: dict[str, Any] = {}
@@ -252,6 +256,9 @@ class TriGate:
         if frame is not None and not case.reference_visible and "mismatch" in self.gates.output.reject \
                 and not answers["execution"] and not answers["output"]:
             self.voters.setdefault((case.instance_id, case.turn), []).append((case.candidate_id, frame))
+            if not verdict.passed and any(v.judge in self._param_judges and v.passed is False
+                                          for v in verdict.verdicts):
+                self.off_question.add(case.candidate_id)
         if frame is not None and self.keep_frames:
             self.frames[case.candidate_id] = frame
         return outcome

@@ -214,6 +214,7 @@ def gate_candidates(recipe, instances: list[dict], candidates: list[dict], pool,
     from runtime.workflows import InstanceTurn
 
     by_id = {i["instance_id"]: i for i in instances}
+    workflows = {w.name: w for w in recipe.workflows}
     gate = TriGate(recipe, pool, ensemble)
     gate.keep_frames = report is not None and "oracle" in report
     jobs = {}
@@ -237,7 +238,7 @@ def gate_candidates(recipe, instances: list[dict], candidates: list[dict], pool,
             instance = by_id[c["instance_id"]]
             turn = InstanceTurn.from_dict(instance["turns"][c["turn"]])
             params = relevant_params(turn.code, instance["params"]) if turn.reference_visible else \
-                asked_params(instance, c["turn"])
+                asked_params(workflows[instance["workflow"]], instance, c["turn"])
             turns[key] = (turn, params)
         turn, params = turns[key]
         cases.append(GateCase(c["candidate_id"], c["instance_id"], c["turn"], c["text"], turn.ask,
@@ -252,7 +253,7 @@ def gate_candidates(recipe, instances: list[dict], candidates: list[dict], pool,
     if gate.voters:
         checks = {key: turn.expectations for key, (turn, _) in turns.items()}
         agreement = settle_agreement(outcomes, gate.voters, checks, {k: v["params"] for k, v in by_id.items()},
-                                     recipe.gates.output.agree, recipe.gates.order)
+                                     recipe.gates.output.agree, recipe.gates.order, gate.off_question)
         if report is not None:
             report["agreement"] = agreement
     if report is not None and "oracle" in report:
@@ -264,13 +265,20 @@ def gate_candidates(recipe, instances: list[dict], candidates: list[dict], pool,
                       "turns": turns_skipped, "candidates": len(skipped)}
 
 
-def asked_params(instance: dict, turn: int) -> dict[str, Any]:
-    """The params a turn's question or an earlier one mentions (a reference-free
-    stand-in for `relevant_params`: a conversation keeps earlier turns' constraints)."""
-    from runtime.workflows import format_value
+def asked_params(workflow, instance: dict, turn: int) -> dict[str, Any]:
+    """The params a turn's question or an earlier one asks for (a reference-free
+    stand-in for `relevant_params`: a conversation keeps earlier turns' constraints).
 
-    asks = " ".join(t["ask"] for t in instance["turns"][: turn + 1])
-    return {name: value for name, value in instance["params"].items() if format_value(value) in asks}
+    A param is asked for when a ``{name}`` slot of the phrasing the teacher was shown
+    names it. Looking for the value in the question's text instead would also find
+    words that only look like it: "Display and video spend" does not ask for
+    ``format = 'video'``, which a later turn introduces.
+    """
+    from runtime.workflows import ask_slots
+
+    slots = set().union(*(ask_slots(workflow.turns[index].asks[t["phrasing_index"]])
+                          for index, t in enumerate(instance["turns"][: turn + 1])))
+    return {name: value for name, value in instance["params"].items() if name in slots}
 
 
 def relevant_params(reference_code: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from runtime.workflows.instances import (
     Instance,
     InstanceError,
     InstanceTurn,
+    ask_slots,
     draw_instances,
     make_instances,
     render_ask,
@@ -29,6 +30,7 @@ from runtime.workflows.solutions import (
 )
 
 __all__ = [
+    "ask_slots",
     "warmup_jobs",
     "SPLITS",
     "CheckResult",

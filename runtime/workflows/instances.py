@@ -28,6 +28,7 @@ import hashlib
 import json
 import random
 import re
+import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,7 @@ __all__ = [
     "InstanceTurn",
     "sample_params",
     "render_ask",
+    "ask_slots",
     "make_instances",
     "split_instances",
     "draw_instances",
@@ -223,6 +225,20 @@ def render_ask(ask: str, params: Mapping[str, Any], workflow: str = "workflow") 
             f"workflow `{workflow}`: the question {ask!r} is not a valid template ({err}); "
             "write slots as `{name}` and literal braces as `{{` `}}`"
         ) from None
+
+
+def ask_slots(ask: str) -> set[str]:
+    """The param names a question template's ``{name}`` slots fill.
+
+    Example:
+        >>> sorted(ask_slots("Top {n} campaigns of {advertiser}, {{literal}} braces"))
+        ['advertiser', 'n']
+    """
+    try:
+        fields = [field for _, field, _, _ in string.Formatter().parse(ask) if field]
+    except ValueError:
+        return set()     # render_ask reports a malformed template
+    return {re.split(r"[.\[]", field, maxsplit=1)[0] for field in fields}
 
 
 # ---------------------------------------------------------------- instances

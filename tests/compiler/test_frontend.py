@@ -67,7 +67,7 @@ def test_check_paths_tells_schemas_from_recipes_and_sorts_everything(monkeypatch
     assert found == sorted(found, key=lambda d: (d.span.file, d.span.line, d.span.col))
 
 
-@pytest.mark.parametrize("profile", [None, "cluster", "smoke"])
+@pytest.mark.parametrize("profile", [None, "cluster", "smoke", "references_hidden"])
 def test_the_ads_recipe_loads_without_errors(profile):
     result = load_recipe(ROOT / "recipes/ads_analytics.craft", profile=profile)
     assert result.ok, result.render()
