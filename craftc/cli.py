@@ -233,7 +233,7 @@ def cmd_explain(args) -> int:
     from craftc.codes import CODES, explain
 
     if args.code.strip().upper() not in CODES:
-        from craftc.check.setting_keys import explain_setting
+        from craftc.setting_keys import explain_setting
 
         setting = explain_setting(args.code.strip())
         if setting is not None:

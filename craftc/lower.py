@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
-from craftc.check.setting_keys import BLOCK_KEYS
-from craftc.check.settings import merge_settings, resolve_settings
-from craftc.check.trl_block import lower_trl_block
+from craftc.setting_keys import BLOCK_KEYS
+from craftc.settings import merge_settings, resolve_settings
+from craftc.trl_block import lower_trl_block
 from craftc.diagnostics import DiagnosticSink, did_you_mean
 from craftc.result_checks import lower_check
 from craftc.ir import (
