@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from craftc.emit import EmitError, emit_plan, render_plan_files
+from craftc.emit.errors import EmitError
+from craftc.emit.plan import emit_plan, render_plan_files
 from craftc.ir import BlockFormat, Reward
 from runtime.plan import load_plan, plan_content_hash
 
