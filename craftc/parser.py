@@ -22,7 +22,8 @@ from lark.exceptions import (
 
 from craftc.cache import cache_subdir, content_key
 from craftc.diagnostics import Diagnostic, span_at
-from craftc.syntax import SourceFile, ToSyntax
+from craftc.syntax import SourceFile
+from craftc.to_syntax import ToSyntax
 
 __all__ = ["ParseResult", "get_parser", "parse_tree", "parse_source"]
 
