@@ -22,7 +22,7 @@ from craftc.cache import cache_dir
 
 __all__ = ["lookup", "store", "views_digest"]
 
-_CHECKER_FILES = ("solution_sql.py", "solution_frames.py", "read_cache.py")
+_CHECKER_FILES = ("solution_sql.py", "solution_frames.py", "solution_parse.py", "read_cache.py")
 
 
 @lru_cache(maxsize=1)

@@ -15,6 +15,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from craftc.emit.binding_sql import binding_sql, logical_ddl
 from craftc.emit.budget import token_budget
 from craftc.emit.errors import EmitError
 from craftc.emit.prompts import render_judge_prompts, render_prompts, split_turn_template
@@ -45,10 +46,6 @@ def content_hash(plan_data: dict) -> str:
 
 def schema_sql(recipe: Recipe) -> tuple[str, str]:
     """(binding SQL, logical DDL) from the world area's pure functions."""
-    try:
-        from craftc.emit.binding_sql import binding_sql, logical_ddl
-    except ImportError as exc:   # the module belongs to another area and may lag behind
-        raise EmitError(f"cannot render the schema SQL: {exc}; update craft (craftc.emit.binding_sql)") from None
     return binding_sql(recipe.schema_), logical_ddl(recipe.schema_)
 
 
