@@ -17,15 +17,16 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from craftc import syntax_cache
 from craftc.check import check_recipe, check_schema
+from craftc.check.names import check_profiles
 from craftc.diagnostics import (
     Diagnostic, DiagnosticSink, diagnostics_to_json, has_errors, render_diagnostics,
     sort_diagnostics, span_at,
 )
 from craftc.ir import Recipe, Schema
 from craftc.lower import LoweringContext, apply_profile, lower_recipe, lower_schema
-from craftc.parser import ParseResult, parse_source
-from craftc.syntax import RecipeDecl, SchemaDecl
+from craftc.syntax import RecipeDecl, SchemaDecl, SourceFile
 
 __all__ = ["LoadResult", "load_recipe", "load_schema", "check_paths", "read_source"]
 
@@ -136,20 +137,36 @@ def _no_gc_pauses():
 
 
 def _parse(path: Path, name: str, sink: DiagnosticSink, sources: dict[str, str],
-           at=None) -> ParseResult | None:
+           at=None) -> SourceFile | None:
+    """The syntax tree of a file, from the parse cache when it has it; None when the file
+    cannot be read or does not parse (diagnostics say why)."""
     text = read_source(path, name, sink, at)
     if text is None:
         return None
     sources[name] = text
+    tree = syntax_cache.lookup(path, name, text)
+    if tree is None:
+        tree = _parse_text(path, name, text, sink)
+    return tree
+
+
+def _parse_text(path: Path, name: str, text: str, sink: DiagnosticSink) -> SourceFile | None:
+    # The parser is imported here, not at the top of the module: it brings lark, whose
+    # import, tables and lexer cost about 60 ms, and a warm compile takes every syntax
+    # tree from the cache without parsing anything.
+    from craftc.parser import parse_source
+
     parsed = parse_source(text, name)
     sink.extend(parsed.diagnostics)
-    return parsed if parsed.syntax is not None else None
+    if parsed.syntax is not None and not parsed.diagnostics:
+        syntax_cache.store(path, name, text, parsed.syntax)
+    return parsed.syntax
 
 
-def _one_schema(parsed: ParseResult, sink: DiagnosticSink, at=None) -> SchemaDecl | None:
-    schemas = parsed.syntax.schemas
+def _one_schema(parsed: SourceFile, sink: DiagnosticSink, at=None) -> SchemaDecl | None:
+    schemas = parsed.schemas
     if not schemas:
-        what = "a recipe" if parsed.syntax.recipes else "nothing"
+        what = "a recipe" if parsed.recipes else "nothing"
         sink.error("E008", f"`{parsed.file}` holds no schema (it holds {what})",
                    at or span_at(parsed.file, 1, 1),
                    "a schema spec starts with `schema NAME version N {`")
@@ -239,12 +256,12 @@ def _load_recipe(path: str | os.PathLike, profile: str | None = None) -> LoadRes
     return result
 
 
-def _one_recipe(parsed: ParseResult, sink: DiagnosticSink) -> RecipeDecl | None:
-    recipes = parsed.syntax.recipes
+def _one_recipe(parsed: SourceFile, sink: DiagnosticSink) -> RecipeDecl | None:
+    recipes = parsed.recipes
     if not recipes:
-        if parsed.syntax.schemas:
+        if parsed.schemas:
             sink.error("E007", f"`{parsed.file}` is a schema spec, not a recipe",
-                       parsed.syntax.schemas[0].span,
+                       parsed.schemas[0].span,
                        "pass the recipe that uses it (`uses schema \"...\"`), e.g. "
                        "recipes/ads_analytics.craft")
         else:
@@ -254,10 +271,10 @@ def _one_recipe(parsed: ParseResult, sink: DiagnosticSink) -> RecipeDecl | None:
     for extra in recipes[1:]:
         sink.error("E010", f"`{parsed.file}` declares more than one recipe", extra.name_span,
                    "keep one recipe per file")
-    if parsed.syntax.schemas:
+    if parsed.schemas:
         # A schema inline next to its recipe is allowed only through `uses schema`.
         sink.error("E010", f"`{parsed.file}` declares a schema next to its recipe",
-                   parsed.syntax.schemas[0].span,
+                   parsed.schemas[0].span,
                    "move the schema to its own file and name it with `uses schema \"...\"`")
     return recipes[0]
 
@@ -286,8 +303,6 @@ def _load_used_schema(decl: RecipeDecl, path: Path, root: Path, sink: Diagnostic
 
 def _lower_and_check(decl: RecipeDecl, result: LoadResult, profile: str | None,
                      sink: DiagnosticSink, sources: dict[str, str]) -> Recipe | None:
-    from craftc.check.names import check_profiles
-
     if profile == "default" and all(p.name != "default" for p in decl.profiles):
         profile = None      # `--profile default` names the recipe as written
     profiles = check_profiles(decl, profile, sink)
@@ -303,8 +318,8 @@ def _lower_and_check(decl: RecipeDecl, result: LoadResult, profile: str | None,
         if name == profile:
             continue
         variant_sink = DiagnosticSink()
-        variant_ctx = LoweringContext(recipe_dir=result.root, root=result.root,
-                                      schema=result.schema, profile=name)
+        variant_ctx = LoweringContext(recipe_dir=result.root, root=result.root, schema=result.schema,
+                                      profile=name, lowered_workflows=ctx.lowered_workflows)
         merged = apply_profile(decl, prof)
         variant = _safe(lambda: lower_recipe(merged, variant_ctx, variant_sink), variant_sink)
         if variant is not None:

@@ -253,7 +253,7 @@ def _surface(key: str | None = None, type: str | None = None, shown: str | None 
     ``string_or_env``, ``model_ref``, ``rollout``, ``reject``, ``block``, ``name``) and
     ``shown`` the default as the docs state it when the field has none of its own.
     ``engine`` marks a grpo setting only that training engine reads (E516 elsewhere).
-    Fields with a ``description`` are recipe settings; ``craftc.check.setting_keys``
+    Fields with a ``description`` are recipe settings; ``craftc.setting_keys``
     builds the settings table from them.
     """
     return {k: v for k, v in (("key", key), ("type", type), ("shown", shown), ("engine", engine))

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
-from craftc.check.setting_keys import BLOCK_KEYS
-from craftc.check.settings import merge_settings, resolve_settings
-from craftc.check.trl_block import lower_trl_block
+from craftc.setting_keys import BLOCK_KEYS
+from craftc.settings import merge_settings, resolve_settings
+from craftc.trl_block import lower_trl_block
 from craftc.diagnostics import DiagnosticSink, did_you_mean
 from craftc.result_checks import lower_check
 from craftc.ir import (
@@ -159,6 +159,11 @@ class LoweringContext:
     schema: Schema
     profile: str | None = None
     solution_sources: dict[str, Path] = field(default_factory=dict)
+    # Workflows already lowered, by declaration (id -> (decl, IR, its solution sources)).
+    # Profiles never change a workflow, so the front end shares this between the
+    # contexts of one recipe's variants and each workflow is lowered once, not once per
+    # profile.
+    lowered_workflows: dict[int, tuple[WorkflowDecl, Workflow, dict[str, Path]]] = field(default_factory=dict)
 
 
 def apply_profile(decl: RecipeDecl, profile: ProfileDecl) -> RecipeDecl:
@@ -237,24 +242,31 @@ def _label(b: Block) -> str:
 
 
 def _lower_workflow(w: WorkflowDecl, ctx: LoweringContext) -> Workflow:
-    turns = []
+    done = ctx.lowered_workflows.get(id(w))
+    if done is not None and done[0] is w:
+        ctx.solution_sources.update(done[2])
+        return done[1]
+    turns, sources = [], {}
     # Extra `solution` lines of a single-turn workflow are reported by the checker (E306).
     decl_turns = w.turns[:1] if w.kind == "workflow" else w.turns
     for n, t in enumerate(decl_turns, start=1):
         plan_path = None
         if t.solution is not None:
             plan_path = f"solutions/{w.name}/{n}.py"
-            ctx.solution_sources[plan_path] = (ctx.recipe_dir / t.solution.python).resolve()
+            sources[plan_path] = (ctx.recipe_dir / t.solution.python).resolve()
         turns.append(Turn(asks=tuple(a.python for a in t.asks), solution=plan_path,
                           expectations=tuple(e for e in map(lower_expect_line, t.expects) if e),
                           span=t.span))
-    return Workflow(
+    workflow = Workflow(
         name=w.name, kind=w.kind, doc="\n".join(w.docs),
         params=tuple(_lower_param(p) for p in w.params),
         entities=tuple(dict.fromkeys(n for k, n, _ in w.uses if k == "entity")),
         metrics=tuple(dict.fromkeys(n for k, n, _ in w.uses if k == "metric")),
         turns=tuple(turns), span=w.span,
     )
+    ctx.solution_sources.update(sources)
+    ctx.lowered_workflows[id(w)] = (w, workflow, sources)
+    return workflow
 
 
 def _lower_param(p: ParamDecl) -> Param:

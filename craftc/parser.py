@@ -9,26 +9,48 @@ sets. Nothing here raises for bad input.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
+import lark
 from lark import Lark, Token, Tree
 from lark.exceptions import (
     UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError,
 )
 
+from craftc.cache import cache_subdir, content_key
 from craftc.diagnostics import Diagnostic, span_at
-from craftc.syntax import SourceFile, ToSyntax
+from craftc.syntax import SourceFile
+from craftc.to_syntax import ToSyntax
 
 __all__ = ["ParseResult", "get_parser", "parse_tree", "parse_source"]
 
 
+GRAMMAR = Path(__file__).with_name("grammar.lark")
+_OPTIONS = {"parser": "lalr", "propagate_positions": True, "maybe_placeholders": False}
+
+
+def _tables_cache(grammar: str) -> str | bool:
+    """The file lark keeps the built tables in: in craftc's cache dir (:mod:`craftc.cache`),
+    named by the grammar's text, the options and the lark and Python versions. Lark also
+    stores a hash of the grammar and options inside and rebuilds (and rewrites the file)
+    when it does not match or the file does not load, so a stale or corrupt file costs
+    one rebuild, never a wrong parser. False (no cache) when caching is off."""
+    folder = cache_subdir("lark")
+    if folder is None:
+        return False
+    key = content_key(grammar, repr(sorted(_OPTIONS.items())), lark.__version__, sys.version)
+    return str(folder / f"craft-grammar-{key[:32]}.pickle")
+
+
 @lru_cache(maxsize=1)
 def get_parser() -> Lark:
-    """The shared LALR parser, loaded from lark's cache of the built tables when it has
-    them (keyed by the grammar's hash; about 40 ms to build, a few to load)."""
-    return Lark.open("grammar.lark", rel_to=__file__, parser="lalr",
-                     propagate_positions=True, maybe_placeholders=False, cache=True)
+    """The shared LALR parser, loaded from the cached tables when they exist (building
+    them takes about 40 ms, loading them a few)."""
+    grammar = GRAMMAR.read_text(encoding="utf-8")
+    return Lark.open(str(GRAMMAR), cache=_tables_cache(grammar), **_OPTIONS)
 
 
 @dataclass

@@ -5,9 +5,10 @@ check must agree, or a prompt that the budget calls small could fail the check. 
 count with :func:`estimate_tokens`. It needs no tokenizer (the base model's tokenizer
 may not exist at compile time) and is deterministic and stable across versions.
 
-The rule counts words and punctuation marks (``\\w+|[^\\w\\s]``), the same rule as
-``craftc.check.budget``. Byte-level BPE tokenizers split long identifiers further,
-so real counts run higher; ratios between two prompts are what the estimate is for.
+The rule counts words and punctuation marks (``\\w+|[^\\w\\s]``); the budget check
+(``craftc.check.budget``) and ``token_budget.json`` both count with it. Byte-level BPE
+tokenizers split long identifiers further, so real counts run higher; ratios between
+two prompts are what the estimate is for.
 """
 
 from __future__ import annotations

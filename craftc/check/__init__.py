@@ -10,13 +10,12 @@ from __future__ import annotations
 from craftc.check.budget import estimate_tokens, stuffed_prompt_estimate
 from craftc.check.config import check_config
 from craftc.check.schema import check_schema
-from craftc.check.settings import BLOCK_KEYS, Key
 from craftc.check.stages import check_stages
 from craftc.check.workflows import check_workflows
 
 __all__ = [
     "check_schema", "check_recipe", "check_workflows", "check_config", "check_stages",
-    "estimate_tokens", "stuffed_prompt_estimate", "BLOCK_KEYS", "Key",
+    "estimate_tokens", "stuffed_prompt_estimate",
 ]
 
 

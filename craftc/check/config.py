@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from craftc.check.names import report_duplicates, unknown_name
 from craftc.diagnostics import DiagnosticSink, did_you_mean
-from craftc.check.setting_keys import BLOCK_KEYS
+from craftc.setting_keys import BLOCK_KEYS
 from craftc.ir import BUILTIN_JUDGES, GATE_ORDER, REWARD_COMPONENTS, Recipe
 from craftc.lower import setting_span
 from craftc.syntax import Block, RecipeDecl

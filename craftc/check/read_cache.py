@@ -3,10 +3,10 @@
 Resolving a solution's columns needs sqlglot, whose duckdb dialect alone takes about
 80 ms to import, plus a parse of every query (about 100 ms for the ads recipe's 57).
 The answer depends only on the solution's text, the schema's views and the checker's
-own code, so it is stored under the sha256 of those three in
-``$CRAFTC_CACHE_DIR`` (default ``$XDG_CACHE_HOME/craftc`` or ``~/.cache/craftc``), one
-small JSON file per solution. ``CRAFTC_NO_CACHE=1`` turns it off. A cache that cannot
-be read or written is ignored: results never depend on it, only speed does.
+own code, so it is stored under the sha256 of those three in craftc's cache directory
+(:mod:`craftc.cache`: ``$CRAFTC_CACHE_DIR`` or ``~/.cache/craftc``), one small JSON file
+per solution. ``CRAFTC_NO_CACHE=1`` turns it off. A cache that cannot be read or
+written is ignored: results never depend on it, only speed does.
 """
 
 from __future__ import annotations
@@ -18,19 +18,11 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["cache_dir", "lookup", "store", "views_digest"]
+from craftc.cache import cache_dir
 
-_CHECKER_FILES = ("solution_sql.py", "solution_frames.py", "read_cache.py")
+__all__ = ["lookup", "store", "views_digest"]
 
-
-def cache_dir() -> Path | None:
-    """Where entries live, or None when caching is off."""
-    if os.environ.get("CRAFTC_NO_CACHE"):
-        return None
-    if os.environ.get("CRAFTC_CACHE_DIR"):
-        return Path(os.environ["CRAFTC_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "craftc"
+_CHECKER_FILES = ("solution_sql.py", "solution_frames.py", "solution_parse.py", "read_cache.py")
 
 
 @lru_cache(maxsize=1)

@@ -11,7 +11,7 @@ with ``df["new"] = ...`` becomes known, and any other rebinding or in-place chan
 forgets the frame.
 
 Example:
-    >>> from craftc.check.solution_sql import parse_solution
+    >>> from craftc.check.solution_parse import parse_solution
     >>> tree = parse_solution('df = api.table("campaign", ["id"])\\nresult = df["name"]\\n')
     >>> [(r.view, r.column, r.line) for r in frame_reads(tree, {"campaign": {"id", "name"}})]
     [('campaign', 'id', 1), ('campaign', 'name', 2)]
@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+
+from craftc.check.solution_parse import Read, parse_sql
 
 __all__ = ["Frame", "FrameMiss", "frame_reads", "frame_misses"]
 
@@ -251,8 +253,6 @@ def _select_columns(sql: str) -> set[str] | None:
     """The output columns of a query when its SELECT names every one (no ``*``), else None."""
     from sqlglot import exp
 
-    from craftc.check.solution_sql import parse_sql
-
     tree = parse_sql(sql)
     if not isinstance(tree, exp.Query):
         return None
@@ -278,8 +278,6 @@ def _track(tree: ast.Module | None, views: dict[str, set[str]]) -> _FrameTracker
 
 def frame_reads(tree: ast.Module | None, views: dict[str, set[str]]) -> list:
     """View columns read through ``api.table`` columns and subscripts of its frames."""
-    from craftc.check.solution_sql import Read
-
     return [Read(*read) for read in _track(tree, views).reads]
 
 

@@ -22,30 +22,18 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
 from functools import lru_cache
-
 from typing import TYPE_CHECKING
 
 from craftc.check import read_cache
+from craftc.check.solution_frames import FrameMiss, frame_misses, frame_reads
+from craftc.check.solution_parse import Read, parse_solution, parse_sql
 
 if TYPE_CHECKING:       # sqlglot is imported only when a solution is not in the read cache
     from sqlglot.optimizer.scope import Scope
 
 __all__ = ["Read", "solution_reads", "missing_reads", "frame_column_misses", "schema_views",
            "parse_solution", "parse_sql"]
-
-_PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
-
-
-@dataclass(frozen=True)
-class Read:
-    """One thing a solution reads: a view (``column`` empty) or a column of a view."""
-
-    view: str
-    column: str
-    line: int          # line of the solution file where the query first names it
-    col: int = 1       # column of that line where the name appears (1-based)
 
 
 def schema_views(entities) -> dict[str, set[str]]:
@@ -57,16 +45,6 @@ def schema_views(entities) -> dict[str, set[str]]:
         cols |= {f"{get(r, 'name')}_id" for r in get(e, "refs")}
         views[get(e, "view")] = cols
     return views
-
-
-def parse_solution(text: str) -> ast.Module | None:
-    """The solution's Python tree with ``${param}`` placeholders rendered as literals."""
-    # Placeholders become zeros of the same width so that columns stay where they are.
-    rendered = _PLACEHOLDER.sub(lambda m: "0" * len(m.group()), text.replace("$$", "$"))
-    try:
-        return ast.parse(rendered)
-    except SyntaxError:
-        return None        # the distill gates report broken solutions; nothing to resolve here
 
 
 def _queries(text: str) -> list[tuple[str, str, int]]:
@@ -162,18 +140,6 @@ def _scope_reads(scope: Scope, views: dict[str, set[str]], line: int) -> list[Re
     return reads
 
 
-@lru_cache(maxsize=1024)
-def parse_sql(sql: str):
-    """The sqlglot tree of a query (duckdb dialect), or None when it does not parse."""
-    import sqlglot
-    from sqlglot.errors import SqlglotError
-
-    try:
-        return sqlglot.parse_one(sql, read="duckdb")
-    except (SqlglotError, ValueError, RecursionError):
-        return None
-
-
 def _sql_reads(sql: str, line: int, views: dict[str, set[str]]) -> list[Read]:
     from sqlglot.errors import SqlglotError
     from sqlglot.optimizer.scope import traverse_scope
@@ -203,8 +169,6 @@ def _views_of(key: tuple) -> dict[str, set[str]]:
 @lru_cache(maxsize=512)
 def _findings(text: str, views_key: tuple) -> tuple[tuple[Read, ...], tuple]:
     """(reads, frame misses) of one solution, from the disk cache when it has them."""
-    from craftc.check.solution_frames import FrameMiss
-
     digest = read_cache.views_digest(views_key)
     cached = read_cache.lookup(text, digest)
     if cached is not None:
@@ -220,8 +184,6 @@ def _findings(text: str, views_key: tuple) -> tuple[tuple[Read, ...], tuple]:
 
 
 def _compute_findings(text: str, views: dict[str, set[str]]) -> tuple[tuple[Read, ...], tuple]:
-    from craftc.check.solution_frames import frame_misses, frame_reads
-
     tree = parse_solution(text)
     reads: list[Read] = []
     for kind, arg, line in _queries(text):

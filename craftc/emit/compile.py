@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 from pathlib import Path
 
+from craftc.diagnostics import has_errors
 from craftc.emit.errors import EmitError
 from craftc.emit.plan import render_plan_files, write_plan_files
+from craftc.frontend import load_recipe
 from craftc.ir import Recipe
 
 __all__ = ["Compiled", "compile_recipe", "compile_to_dir", "plan_dir_files", "SOURCE_FILE"]
@@ -61,9 +63,6 @@ def compile_recipe(path: str | os.PathLike, profile: str | None = None) -> Compi
     Raises:
         EmitError: A checked recipe that still cannot be emitted.
     """
-    from craftc.diagnostics import has_errors
-    from craftc.frontend import load_recipe
-
     result = load_recipe(Path(path), profile=profile)
     if result.recipe is None or has_errors(result.diagnostics):
         return Compiled(None, None, result)

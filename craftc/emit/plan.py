@@ -2,8 +2,9 @@
 
 ``render_plan_files`` is the pure part: recipe and solution texts in, a mapping of
 plan-relative path -> bytes out (no clock, no environment, no absolute paths).
-``emit_plan`` writes that mapping into a temporary sibling directory and renames it
-into place, so a reader sees either the previous plan dir or the complete new one.
+``emit_plan`` writes that mapping with :func:`craftc.emit.write.write_plan_files`: into a
+temporary sibling directory renamed into place, so a reader sees either the previous
+plan dir or the complete new one.
 """
 
 from __future__ import annotations
@@ -11,23 +12,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from craftc.emit.binding_sql import binding_sql, logical_ddl
 from craftc.emit.budget import token_budget
 from craftc.emit.errors import EmitError
 from craftc.emit.prompts import render_judge_prompts, render_prompts, split_turn_template
 from craftc.emit.specs import gates_spec, input_builder_spec, masking_spec, reward_spec
 from craftc.emit.stages import accelerate_yaml, launch_script, peft_config_json, trl_config_json
 from craftc.emit.verl import verl_files
+from craftc.emit.write import write_plan_files
 from craftc.ir import Plan, Recipe
 from craftc.version import __version__
 
 __all__ = ["canonical_json", "content_hash", "render_plan_files", "write_plan_files", "emit_plan", "schema_sql"]
-
-_EXECUTABLE = ".sh"
 
 
 def canonical_json(data) -> str:
@@ -47,10 +46,6 @@ def content_hash(plan_data: dict) -> str:
 
 def schema_sql(recipe: Recipe) -> tuple[str, str]:
     """(binding SQL, logical DDL) from the world area's pure functions."""
-    try:
-        from craftc.emit.binding_sql import binding_sql, logical_ddl
-    except ImportError as exc:   # the module belongs to another area and may lag behind
-        raise EmitError(f"cannot render the schema SQL: {exc}; update craft (craftc.emit.binding_sql)") from None
     return binding_sql(recipe.schema_), logical_ddl(recipe.schema_)
 
 
@@ -118,40 +113,6 @@ def render_plan_files(recipe: Recipe, solution_sources: Mapping[str, str]) -> di
     data["content_hash"] = content_hash(data)
     files["plan.json"] = _text(canonical_json(data))
     return dict(sorted(files.items()))
-
-
-def _refuse_foreign_dir(out_dir: Path) -> None:
-    if out_dir.exists() and not out_dir.is_dir():
-        raise EmitError(f"`{out_dir}` exists and is not a directory; choose another output with `-o`")
-    if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / "plan.json").is_file():
-        raise EmitError(f"`{out_dir}` is not empty and holds no plan.json, so it is not a plan dir; "
-                        "refusing to replace it: choose another output with `-o`")
-
-
-def write_plan_files(files: Mapping[str, bytes], out_dir: str | os.PathLike) -> Path:
-    """Write ``files`` as the directory ``out_dir``, replacing a previous plan dir atomically."""
-    out_dir = Path(out_dir)
-    _refuse_foreign_dir(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
-    try:
-        for rel, data in files.items():
-            path = staging / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-            path.chmod(0o755 if rel.endswith(_EXECUTABLE) else 0o644)
-        staging.chmod(0o755)
-        if out_dir.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".old", dir=out_dir.parent))
-            os.replace(out_dir, old / "plan")
-            os.replace(staging, out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(staging, out_dir)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
-    return out_dir
 
 
 def emit_plan(recipe: Recipe, solution_sources: Mapping[str, str], out_dir: str | os.PathLike) -> Path:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from craftc.emit.render import render_template
 from craftc.ir import Recipe, Tool
 
-__all__ = ["DEFAULT_TOOLS", "render_prompts", "render_judge_prompts", "llm_judges_in_use", "judge_prompt_path",
+__all__ = ["DEFAULT_TOOLS", "system_prompt", "render_prompts", "render_judge_prompts", "llm_judges_in_use", "judge_prompt_path",
            "split_turn_template"]
 
 # Shown when a recipe declares no tools: the code block and the two discovery calls
@@ -27,6 +27,26 @@ DEFAULT_TOOLS = (
 )
 
 
+def _prompt_context(recipe: Recipe, logical_ddl: str) -> dict:
+    return {
+        "schema": recipe.schema_,
+        "format": recipe.format,
+        "tools": recipe.tools or DEFAULT_TOOLS,
+        "metrics": recipe.schema_.metrics,
+        "logical_ddl": logical_ddl,
+    }
+
+
+def system_prompt(recipe: Recipe, mode: str, logical_ddl: str) -> str:
+    """The ``stripped`` or ``stuffed`` system prompt of ``recipe``, as ``prompts/`` holds it.
+
+    The context-budget check counts the stuffed one; it renders the same template
+    emission writes, so the check and ``token_budget.json`` cannot disagree.
+    """
+    template = "compact" if mode == "stripped" and recipe.stripped_prompt == "compact" else mode
+    return render_template(f"prompts/system_{template}.md.j2", **_prompt_context(recipe, logical_ddl))
+
+
 def render_prompts(recipe: Recipe, logical_ddl: str) -> dict[str, str]:
     """Render ``prompts/*.md`` for ``recipe``.
 
@@ -37,19 +57,10 @@ def render_prompts(recipe: Recipe, logical_ddl: str) -> dict[str, str]:
     Returns:
         Plan-relative path -> text.
     """
-    context = {
-        "schema": recipe.schema_,
-        "format": recipe.format,
-        "tools": recipe.tools or DEFAULT_TOOLS,
-        "metrics": recipe.schema_.metrics,
-        "logical_ddl": logical_ddl,
-    }
-    stripped = "prompts/system_compact.md.j2" if recipe.stripped_prompt == "compact" else \
-        "prompts/system_stripped.md.j2"
     return {
-        "prompts/system_stripped.md": render_template(stripped, **context),
-        "prompts/system_stuffed.md": render_template("prompts/system_stuffed.md.j2", **context),
-        "prompts/turn.md": render_template("prompts/turn.md.j2", **context),
+        "prompts/system_stripped.md": system_prompt(recipe, "stripped", logical_ddl),
+        "prompts/system_stuffed.md": system_prompt(recipe, "stuffed", logical_ddl),
+        "prompts/turn.md": render_template("prompts/turn.md.j2", **_prompt_context(recipe, logical_ddl)),
     }
 
 

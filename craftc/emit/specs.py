@@ -8,6 +8,7 @@ so the runtime never re-derives a compiler decision.
 from __future__ import annotations
 
 from craftc.emit.errors import EmitError
+from craftc.emit.prompts import judge_prompt_path
 from craftc.ir import ARM_INPUT, BUILTIN_JUDGES, REWARD_COMPONENTS, Judge, Recipe, Stage
 
 __all__ = ["REWARD_COMPONENTS", "input_builder_spec", "masking_spec", "gates_spec", "reward_spec",
@@ -75,8 +76,6 @@ def _resolve_judge(recipe: Recipe, name: str) -> dict:
 
 def _judge_entry(judge: Judge) -> dict:
     """A judge's settings; an llm judge also names its prompt, which the gate step reads."""
-    from craftc.emit.prompts import judge_prompt_path
-
     entry = judge.model_dump(mode="json")
     if judge.kind == "llm":
         entry["prompt"] = judge_prompt_path(judge.name)

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 
-import yaml
-
 from craftc.check.engines import verl_data_parallel
 from craftc.emit.render import render_template
 from craftc.emit.specs import reward_spec
@@ -130,6 +128,14 @@ def verl_launch_script(recipe: Recipe, stage: GRPOStage) -> str:
     return render_template("stages/verl_launch.sh.j2", recipe=recipe, stage=stage, version=__version__)
 
 
+def _yaml(data, **options) -> str:
+    # PyYAML is imported here, not at the top: only verl stages write YAML, and its
+    # import (about 15 ms) would otherwise be paid by every `craftc compile`.
+    import yaml
+
+    return yaml.safe_dump(data, sort_keys=True, **options)
+
+
 def tool_config_yaml(recipe: Recipe, stage: GRPOStage) -> str:
     """verl's tool list: craft's ``run_code`` tool with the sandbox limits of ``gate execution``."""
     gate = recipe.gates.execution
@@ -145,13 +151,12 @@ def tool_config_yaml(recipe: Recipe, stage: GRPOStage) -> str:
             "parameters": {"type": "object", "properties": {"code": {"type": "string", "description":
                            f"the Python code of the <{recipe.format.code}> block"}}, "required": ["code"]}}},
     }
-    return yaml.safe_dump({"tools": [tool]}, sort_keys=True, allow_unicode=True)
+    return _yaml({"tools": [tool]}, allow_unicode=True)
 
 
 def agent_loop_yaml() -> str:
     """verl's agent-loop registry entry for craft's loop."""
-    return yaml.safe_dump([{"name": AGENT_LOOP, "_target_": "runtime.train.verl.agent_loop.CraftToolAgentLoop"}],
-                          sort_keys=True)
+    return _yaml([{"name": AGENT_LOOP, "_target_": "runtime.train.verl.agent_loop.CraftToolAgentLoop"}])
 
 
 def rl_data_spec(recipe: Recipe, stage: GRPOStage) -> dict:

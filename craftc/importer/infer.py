@@ -21,19 +21,7 @@ from craftc.importer.keys import choose_key
 from craftc.importer.model import SourceColumn, SourceTable
 from craftc.importer.names import NameAllocator, identifier, is_name
 from craftc.importer.refs import TableIndex, break_cycles, find_ref
-
-
-
-def snake_case(name: str) -> str:
-    """The view name the compiler gives an entity.
-
-    craftc.lower and craftc.check import each other; loading the checker first is the
-    order the compiler itself uses.
-    """
-    import craftc.check  # noqa: F401
-    from craftc.lower import snake_case as view_name
-
-    return view_name(name)
+from craftc.lower import snake_case       # the view name the compiler gives an entity
 
 
 __all__ = ["InferredField", "InferredRef", "InferredEntity", "infer_entities", "entity_name", "type_kind",

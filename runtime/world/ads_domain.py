@@ -1,6 +1,7 @@
-"""What the ads world looks like: one builder per known logical entity.
+"""What the ads world looks like: one builder per known dimension entity.
 
-Builders return frames under LOGICAL names (``id``, ``<ref>_id``, field names) and
+The fact entities' builders are in ``runtime.world.ads_facts`` (they read the helpers
+here); ``runtime.world.ads_builders`` lists both in build order. Builders return frames under LOGICAL names (``id``, ``<ref>_id``, field names) and
 may carry private helper columns starting with ``_`` (weights, serving windows)
 that later builders read. The shape the tests and ``profile`` check comes from
 here: heavy-tailed spend (Pareto advertiser weights), CTR mostly 0.5%-5%, weekday
@@ -15,9 +16,14 @@ from datetime import timedelta
 import numpy as np
 import pandas as pd
 
-from runtime.world.generate import DAYS, END_DATE, START_DATE, WorldContext, random_dates
+from runtime.world.context import DAYS, END_DATE, START_DATE, WorldContext, random_dates
 
-__all__ = ["BUILDERS", "BUILD_ORDER", "DAILY_STAT_ROWS", "CLICK_SAMPLE_RATE", "WEEKDAY_FACTOR"]
+__all__ = [
+    "DAILY_STAT_ROWS", "CLICK_SAMPLE_RATE", "WEEKDAY_FACTOR", "build_agency", "build_advertiser", "build_account",
+    "build_budget", "build_bid_strategy", "build_campaign", "build_ad_group", "build_creative", "build_ad",
+    "build_keyword", "build_audience", "build_ad_group_audience", "build_publisher", "build_site", "build_placement",
+    "build_device", "build_geo", "build_conversion_action",
+]
 
 DAILY_STAT_ROWS = 30_000           # daily stat rows at scale 1
 CLICK_SAMPLE_RATE = 0.1            # the click log keeps one click in ten
@@ -353,23 +359,3 @@ def build_conversion_action(ctx: WorldContext, entity) -> pd.DataFrame:
         "default_value": _nullable(np.round(rng.lognormal(3, 1, n), 2), rng, 0.4),
         "attribution_window_days": _choice(rng, [7, 14, 30, 90], n, [0.1, 0.2, 0.6, 0.1]).astype(np.int64),
     })
-
-
-from runtime.world.ads_facts import (  # noqa: E402  (facts read the dimension builders above)
-    build_click, build_conversion, build_daily_stat, build_experiment, build_experiment_arm, build_invoice,
-    build_label,
-)
-
-BUILDERS = {
-    "Agency": build_agency, "Advertiser": build_advertiser, "Account": build_account, "Budget": build_budget,
-    "BidStrategy": build_bid_strategy, "Campaign": build_campaign, "AdGroup": build_ad_group,
-    "Creative": build_creative, "Ad": build_ad, "Keyword": build_keyword, "Audience": build_audience,
-    "AdGroupAudience": build_ad_group_audience, "Publisher": build_publisher, "Site": build_site,
-    "Placement": build_placement, "Device": build_device, "Geo": build_geo,
-    "ConversionAction": build_conversion_action, "DailyStat": build_daily_stat, "Click": build_click,
-    "Conversion": build_conversion, "Invoice": build_invoice, "Experiment": build_experiment,
-    "ExperimentArm": build_experiment_arm, "Label": build_label,
-}
-"""Builders by logical entity name; a builder may read only entities earlier in BUILD_ORDER."""
-
-BUILD_ORDER = tuple(BUILDERS)

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from runtime.world import ads_domain as d
-from runtime.world.generate import END_DATE, START_DATE, WorldContext, random_dates
+from runtime.world.context import END_DATE, START_DATE, WorldContext, random_dates
 
 __all__ = ["build_daily_stat", "build_click", "build_conversion", "build_invoice", "build_experiment",
            "build_experiment_arm", "build_label"]

@@ -1,7 +1,7 @@
 """The seeded warehouse generator: Schema IR + seed + scale -> a DuckDB file.
 
 Data is generated per LOGICAL entity and field (the ads domain knows what a
-campaign's status or a click's cost look like, see ``runtime.world.ads_domain``)
+campaign's status or a click's cost look like, see ``runtime.world.ads_builders``)
 and written under the PHYSICAL table and column names of the spec, scaled values
 divided back (``cost`` 12.34 -> ``cost_micros`` 12340000). A physical rename in the
 spec therefore changes names in the file and nothing in the logical views.
@@ -18,8 +18,6 @@ Example:
 from __future__ import annotations
 
 import os
-import zlib
-from datetime import date, timedelta
 from pathlib import Path
 
 import duckdb
@@ -27,52 +25,18 @@ import numpy as np
 import pandas as pd
 
 from craftc.ir import Entity, EntityField, Schema
+from runtime.world.ads_builders import BUILD_ORDER, BUILDERS
+from runtime.world.context import DAYS, END_DATE, START_DATE, WorldContext, random_dates
 
 __all__ = ["generate_warehouse", "generate_frames", "write_physical", "WorldContext",
            "END_DATE", "START_DATE", "DAYS", "GENERIC_ROWS", "random_dates", "generic_column"]
 
-END_DATE = date(2024, 6, 30)       # fixed: the same seed must give the same bytes on any day
-DAYS = 120
-START_DATE = END_DATE - timedelta(days=DAYS - 1)
 GENERIC_ROWS = 100                 # rows of an entity the domain does not know, at scale 1
 
 _PHYSICAL_TYPES = {
     "int": "BIGINT", "float": "DOUBLE", "money": "DOUBLE", "string": "VARCHAR", "bool": "BOOLEAN",
     "date": "DATE", "timestamp": "TIMESTAMP", "enum": "VARCHAR", "id": "BIGINT",
 }
-
-
-class WorldContext:
-    """What entity builders share: the seed, the scale and the frames built so far."""
-
-    def __init__(self, schema: Schema, seed: int, scale: float):
-        self.schema, self.seed, self.scale = schema, seed, scale
-        self.entities = {e.name: e for e in schema.entities}
-        self.frames: dict[str, pd.DataFrame] = {}
-
-    def rng(self, *parts: str) -> np.random.Generator:
-        """An independent stream per (seed, entity, part): stable when others change."""
-        return np.random.default_rng([self.seed, zlib.crc32(":".join(parts).encode())])
-
-    def dim_rows(self, base: int) -> int:
-        """Dimension sizes grow with the square root of scale, facts linearly."""
-        return max(1, int(round(base * self.scale ** 0.5)))
-
-    def ids(self, entity: str, n: int) -> np.ndarray:
-        # Disjoint-looking id ranges per entity make a join on the wrong key visibly empty.
-        base = (zlib.crc32(entity.encode()) % 89 + 10) * 100_000
-        return base + np.arange(1, n + 1, dtype=np.int64)
-
-    def keys(self, entity: str) -> np.ndarray:
-        return self.frames[entity]["id"].to_numpy()
-
-    def has(self, entity: str) -> bool:
-        return entity in self.frames
-
-
-def random_dates(rng: np.random.Generator, n: int, low: date, high: date) -> np.ndarray:
-    span = (high - low).days + 1
-    return np.datetime64(low, "D") + rng.integers(0, max(span, 1), n).astype("timedelta64[D]")
 
 
 def generic_column(ctx: WorldContext, entity: Entity, field: EntityField, n: int) -> pd.Series:
@@ -137,8 +101,6 @@ def _conform_enum(ctx, entity, field, values: pd.Series) -> pd.Series:
 
 def generate_frames(schema: Schema, seed: int, scale: float) -> dict[str, pd.DataFrame]:
     """Every entity's rows under LOGICAL column names, keyed by entity name."""
-    from runtime.world.ads_domain import BUILDERS, BUILD_ORDER
-
     if scale <= 0:
         raise ValueError(f"scale must be positive, got {scale}; use e.g. `scale 1` in the recipe")
     ctx = WorldContext(schema, seed, scale)

@@ -7,10 +7,10 @@ import re
 import pytest
 
 from compiler_support import MALFORMED, ROOT
-from craftc.check.settings import BLOCK_KEYS
+from craftc.settings import BLOCK_KEYS
 from craftc.codes import CODES, explain, render_diagnostics_doc
 from craftc.diagnostics import did_you_mean
-from craftc.check.settings import render_settings_reference as render_language_settings
+from craftc.settings import render_settings_reference as render_language_settings
 
 
 @pytest.mark.parametrize("code", sorted(CODES))
@@ -77,7 +77,7 @@ def test_did_you_mean_finds_close_names_and_only_those():
     ("max_completion_length", "max_new_tokens"), ("warmup_ratio", "warmup"),
 ])
 def test_a_trl_setting_name_in_a_stage_suggests_the_craft_key(trl_name, craft_key):
-    from craftc.check.settings import resolve_settings
+    from craftc.settings import resolve_settings
     from craftc.diagnostics import DiagnosticSink
     from craftc.parser import parse_source
 

@@ -14,11 +14,11 @@ import subprocess
 import sys
 
 from compiler_support import ROOT
-from craftc.check.settings import BLOCK_KEYS
+from craftc.settings import BLOCK_KEYS
 
 _PROBE = """
 import json, sys
-from craftc.check.settings import BLOCK_KEYS, render_settings_reference
+from craftc.settings import BLOCK_KEYS, render_settings_reference
 from craftc.cli import main
 assert main(["compile", sys.argv[1], "-o", sys.argv[2]]) == 0
 plan = json.load(open(sys.argv[2] + "/plan.json"))

@@ -1,8 +1,7 @@
 """The training levers (volume, compact stripped prompt, digit-wise numbers) are recipe settings.
 
 Each defaults to what craft did before it existed: a recipe that leaves it out compiles
-to the plan it always did. The ads recipe's `probe` profile turns all three on and
-changes nothing else.
+to the plan it always did. A profile that turns all three on changes nothing else.
 """
 
 from __future__ import annotations
@@ -19,11 +18,30 @@ from craftc.frontend import load_recipe
 ADS = ROOT / "recipes/ads_analytics.craft"
 
 
+LEVERS = """
+  profile probe {
+    stripped_prompt compact
+    teacher synthetic { instances 40 }
+    model tiny_moe { digits split }
+  }
+"""
+
+
+def with_levers_profile(directory):
+    """A copy of the ads recipe with one more profile, `probe`, that sets the three levers."""
+    text = ADS.read_text().replace("profile probe {", "profile probe_in_recipe {").replace('"../', f'"{ROOT}/')
+    at = text.rindex("}")
+    recipe = directory / "ads_levers.craft"
+    recipe.write_text(text[:at] + LEVERS + text[at:])
+    return recipe
+
+
 @pytest.fixture(scope="module")
-def plans():
+def plans(tmp_path_factory):
+    recipe = with_levers_profile(tmp_path_factory.mktemp("levers"))
     out = {}
     for profile in ("default", "probe"):
-        compiled = compile_recipe(ADS, profile)
+        compiled = compile_recipe(recipe, profile)
         assert compiled.ok, compiled.load.render()
         out[profile] = compiled.files
     return out

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from craftc.emit import EmitError, emit_plan, render_plan_files
+from craftc.emit.errors import EmitError
+from craftc.emit.plan import emit_plan, render_plan_files
 from craftc.ir import BlockFormat, Reward
 from craftc.tokens import estimate_tokens
 from runtime.plan import load_plan, plan_content_hash
@@ -78,6 +79,36 @@ def test_a_failed_emission_leaves_the_previous_plan_untouched(tmp_path, recipe, 
         emit_plan(recipe.model_copy(update={"seed": 9}), {}, out)
     assert tree(out) == before
     assert [p.name for p in tmp_path.iterdir()] == ["plan"]
+
+
+def test_recompiling_an_unchanged_plan_leaves_its_dir_untouched(tmp_path, recipe, solutions):
+    out = emit_plan(recipe, solutions, tmp_path / "plan")
+    before = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in [out, *out.rglob("*")]}
+    emit_plan(recipe, solutions, out)
+    assert {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in [out, *out.rglob("*")]} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["plan"]
+
+
+@pytest.mark.parametrize("change", ["edited", "mode", "extra file", "extra dir", "missing"])
+def test_a_plan_dir_that_differs_in_any_way_is_replaced_whole(tmp_path, recipe, solutions, change):
+    out = emit_plan(recipe, solutions, tmp_path / "plan")
+    expected = tree(out)
+    if change == "edited":
+        (out / "sql" / "binding.sql").write_text("-- edited by hand\n")
+    elif change == "mode":
+        (out / "stages" / "grpo" / "launch.sh").chmod(0o644)
+    elif change == "extra file":
+        (out / "prompts" / "notes.md").write_text("mine")
+    elif change == "extra dir":
+        (out / "scratch").mkdir()
+    else:
+        (out / "specs" / "gates.json").unlink()
+    emit_plan(recipe, solutions, out)
+    assert tree(out) == expected
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_dir()) == \
+        ["prompts", "review", "solutions", "solutions/top_clicks", "specs", "sql", "stages", "stages/grpo",
+         "stages/sft"]
+    assert (out / "stages" / "grpo" / "launch.sh").stat().st_mode & 0o777 == 0o755
 
 
 def test_a_directory_that_is_not_a_plan_is_never_replaced(tmp_path, recipe, solutions):

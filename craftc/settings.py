@@ -1,7 +1,7 @@
 """Known settings per block kind, with types and ranges, and their resolution.
 
 Block bodies are generic ``key value, value`` lists in the grammar;
-:data:`~craftc.check.setting_keys.BLOCK_KEYS` (derived from the IR's field
+:data:`~craftc.setting_keys.BLOCK_KEYS` (derived from the IR's field
 declarations) says which keys each block kind knows, what type each takes and which
 IR field it fills.
 Resolving a block yields a dict of IR field values plus diagnostics (E201-E212) for
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from craftc.check.setting_keys import BLOCK_KEYS, Key
+from craftc.setting_keys import BLOCK_KEYS, Key
 from craftc.diagnostics import DiagnosticSink, did_you_mean
 from craftc.syntax import Setting, Value
 

@@ -3,7 +3,7 @@
 Every recipe setting is declared once, as a field of an IR model in :mod:`craftc.ir`:
 its Python type (``Literal`` choices), default, ``ge``/``gt``/``le`` range and
 ``description``. This module reads those declarations into :data:`BLOCK_KEYS`, the
-table that :func:`craftc.check.settings.resolve_settings` resolves blocks with and
+table that :func:`craftc.settings.resolve_settings` resolves blocks with and
 that the language reference's settings tables are rendered from. A field is a
 setting when it has a ``description``; its ``json_schema_extra`` names the recipe key
 when it differs from the field (``timeout`` -> ``timeout_s``), the surface type when
