@@ -20,7 +20,8 @@ from pathlib import Path
 
 __all__ = ["cache_dir", "lookup", "store", "views_digest"]
 
-_CHECKER_FILES = ("solution_sql.py", "solution_frames.py", "read_cache.py")
+# Relative to craftc/; sql_facts decides which strings of a solution are SQL.
+_CHECKER_FILES = ("check/solution_sql.py", "check/solution_frames.py", "check/read_cache.py", "sql_facts.py")
 
 
 def cache_dir() -> Path | None:
@@ -37,7 +38,7 @@ def cache_dir() -> Path | None:
 def _checker_digest() -> str:
     """The checker's own source: editing it invalidates every entry."""
     digest = hashlib.sha256()
-    here = Path(__file__).parent
+    here = Path(__file__).parent.parent
     for name in _CHECKER_FILES:
         digest.update((here / name).read_bytes())
     return digest.hexdigest()

@@ -251,7 +251,7 @@ def _select_columns(sql: str) -> set[str] | None:
     """The output columns of a query when its SELECT names every one (no ``*``), else None."""
     from sqlglot import exp
 
-    from craftc.check.solution_sql import parse_sql
+    from craftc.sql_facts import parse_sql
 
     tree = parse_sql(sql)
     if not isinstance(tree, exp.Query):

@@ -1,9 +1,9 @@
 """What a reference solution reads from the warehouse: logical views and their columns.
 
 A solution is a template (``${param}`` placeholders, see docs/workflows.md), so it is
-rendered with placeholder literals before ``ast`` finds its ``api.query("...")`` and
-``api.table("...", columns=[...])`` calls; each query's SQL is parsed with sqlglot
-(duckdb dialect) and every column is resolved against the table it comes from, an
+rendered with placeholder literals before its SQL strings (the rule every reader of
+agent code shares, see :mod:`craftc.sql_facts`) and its ``api.table("...", columns=[...])``
+calls are found; each query's SQL is parsed with sqlglot (duckdb dialect) and every column is resolved against the table it comes from, an
 unqualified column against the innermost SELECT's own tables first (SQL's scoping
 rule), then the enclosing ones. Only references that name a logical view are judged;
 CTEs, subqueries and select aliases are followed or skipped, never guessed, so a
@@ -28,12 +28,13 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from craftc.check import read_cache
+from craftc.sql_facts import PLACEHOLDER, parse_code, parse_sql, sql_strings, table_calls
 
 if TYPE_CHECKING:       # sqlglot is imported only when a solution is not in the read cache
     from sqlglot.optimizer.scope import Scope
 
 __all__ = ["Read", "solution_reads", "missing_reads", "frame_column_misses", "schema_views",
-           "parse_solution", "parse_sql"]
+           "parse_solution"]
 
 _PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 
@@ -61,37 +62,23 @@ def schema_views(entities) -> dict[str, set[str]]:
 
 def parse_solution(text: str) -> ast.Module | None:
     """The solution's Python tree with ``${param}`` placeholders rendered as literals."""
+    # the distill gates report broken solutions; nothing to resolve here
+    return parse_code(_render(text))
+
+
+def _render(text: str) -> str:
     # Placeholders become zeros of the same width so that columns stay where they are.
-    rendered = _PLACEHOLDER.sub(lambda m: "0" * len(m.group()), text.replace("$$", "$"))
-    try:
-        return ast.parse(rendered)
-    except SyntaxError:
-        return None        # the distill gates report broken solutions; nothing to resolve here
+    return _PLACEHOLDER.sub(lambda m: "0" * len(m.group()), text.replace("$$", "$"))
 
 
 def _queries(text: str) -> list[tuple[str, str, int]]:
-    """(kind, argument, line) for each ``api.query``/``api.table`` call with a literal argument."""
+    """(kind, argument, line) for each SQL string (see `craftc.sql_facts`) and ``api.table`` call."""
     tree = parse_solution(text)
     if tree is None:
         return []
-    constants = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) \
-                and isinstance(node.value.value, str):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    constants[target.id] = (node.value.value, node.value.lineno)
-    found = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == "api"
-                and node.func.attr in ("query", "table") and node.args):
-            continue
-        arg = node.args[0]
-        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-            found.append((node.func.attr, arg.value, arg.lineno))
-        elif isinstance(arg, ast.Name) and arg.id in constants:
-            found.append((node.func.attr, *constants[arg.id]))
+    rendered = _render(text)
+    found = [("query", s.sql, s.line) for s in sql_strings(rendered, tree)]
+    found += [("table", view, line) for view, line in table_calls(tree)]
     return sorted(found, key=lambda q: q[2])
 
 
@@ -116,7 +103,8 @@ def _derived_columns(scope: Scope) -> set[str]:
 def _tables(scope: Scope) -> dict[str, str]:
     from sqlglot import exp
 
-    return {alias: src.name for alias, src in scope.sources.items() if isinstance(src, exp.Table)}
+    return {alias: src.name for alias, src in scope.sources.items() if isinstance(src, exp.Table)
+            and PLACEHOLDER not in src.name}
 
 
 def _own_columns(scope: Scope) -> list[exp.Column]:
@@ -147,6 +135,8 @@ def _scope_reads(scope: Scope, views: dict[str, set[str]], line: int) -> list[Re
     reads = [Read(name, "", line) for name in tables.values()]
     known = {alias: name for alias, name in tables.items() if name in views}
     for col in _own_columns(scope):
+        if PLACEHOLDER in col.name:
+            continue        # an f-string interpolation: its name is not known
         if col.table:
             if col.table in known:
                 reads.append(Read(known[col.table], col.name, line))
@@ -160,18 +150,6 @@ def _scope_reads(scope: Scope, views: dict[str, set[str]], line: int) -> list[Re
         elif len(known) == 1 and len(tables) == len(scope.sources):
             reads.append(Read(next(iter(known.values())), col.name, line))
     return reads
-
-
-@lru_cache(maxsize=1024)
-def parse_sql(sql: str):
-    """The sqlglot tree of a query (duckdb dialect), or None when it does not parse."""
-    import sqlglot
-    from sqlglot.errors import SqlglotError
-
-    try:
-        return sqlglot.parse_one(sql, read="duckdb")
-    except (SqlglotError, ValueError, RecursionError):
-        return None
 
 
 def _sql_reads(sql: str, line: int, views: dict[str, set[str]]) -> list[Read]:
