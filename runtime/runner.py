@@ -30,6 +30,7 @@ from typing import Any, Callable
 from rich.console import Console
 
 from craftc.ir import Plan
+from runtime.layout import MANIFEST
 from runtime.plan import PlanError, load_plan, plan_content_hash
 from runtime.step_context import StepContext, StepError, StepResult
 from runtime.tracking import TRACKING_DIR, TrackingError, log_step_metrics, require_tracker
@@ -74,7 +75,6 @@ ADOPTERS: dict[str, str] = {
 # must not invalidate them.
 LOGICAL_READERS = {"distill", "gate", "dataset", "grpo"}
 
-MANIFEST = "manifest.json"
 # Steps whose metrics go to the recipe's tracker (`track`): the funnel, training, eval.
 TRACKED_STEPS = ("gate", "sft", "grpo", "eval")
 VERSIONED_PACKAGES = ("craft", "duckdb", "torch", "transformers", "trl", "accelerate", "datasets")

@@ -37,6 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from runtime.layout import ADAPTER, FINAL, SFT_SUMMARY
 from runtime.tracking import use_tracker_dir
 from runtime.train.adapters import AdapterError, lora_config, merge_adapter, parameter_counts, read_peft_config
 from runtime.train.masking import check_masking, labels_for, mask_report, write_mask_report
@@ -188,7 +189,7 @@ def _plot_loss(log_history: list[dict], out: Path) -> Path | None:
     return out / "loss.png"
 
 
-def _save_final(trainer, tokenizer, out: Path, name: str = "final") -> Path:
+def _save_final(trainer, tokenizer, out: Path, name: str = FINAL) -> Path:
     """Save model (or adapter) + tokenizer to `out/<name>` through a temporary dir and a rename."""
     tmp = out / f".{name}.tmp"
     if trainer.is_world_process_zero() and tmp.exists():
@@ -268,9 +269,9 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
     if peft is None:
         _save_final(trainer, tokenizer, out)
     else:
-        _save_final(trainer, tokenizer, out, "adapter")
+        _save_final(trainer, tokenizer, out, ADAPTER)
         if trainer.is_world_process_zero():
-            merge_adapter(model_dir, out / "adapter", out / "final", tokenizer)
+            merge_adapter(model_dir, out / ADAPTER, out / FINAL, tokenizer)
 
     history = trainer.state.log_history
     losses = [e["loss"] for e in history if "loss" in e]
@@ -284,9 +285,9 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         "num_tokens": int(tokens),
         "tokens_per_s": round(tokens / wall, 1) if tokens and wall > 0 else None,
         "resumed_from": Path(resume).name if resume else None,
-        "final_dir": "final",
+        "final_dir": FINAL,
         "adapter": "lora" if peft is not None else None,
-        "adapter_dir": "adapter" if peft is not None else None,
+        "adapter_dir": ADAPTER if peft is not None else None,
         **counts,
     }
     if trainer.is_world_process_zero():
@@ -295,7 +296,7 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         fd, tmp = tempfile.mkstemp(prefix=".sft_summary.", dir=out)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=2, sort_keys=True)
-        os.replace(tmp, out / "sft_summary.json")
+        os.replace(tmp, out / SFT_SUMMARY)
     if losses and not all(math.isfinite(x) for x in losses):
         raise RuntimeError(f"SFT loss became non-finite ({losses[-1]}); lower `lr` (now {args.learning_rate})")
     return summary
