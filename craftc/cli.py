@@ -207,9 +207,9 @@ def cmd_fmt(args) -> int:
             print(f"would reformat {path}")
             sys.stdout.writelines(_unified_diff(path, result.text))
         else:
-            tmp = path.with_name(f".{path.name}.craftc-fmt")
-            tmp.write_text(result.text, encoding="utf-8")
-            os.replace(tmp, path)
+            from craftc.atomic import write_atomic
+
+            write_atomic(path, result.text)
             print(f"reformatted {path}")
     if failed:
         return 1
@@ -329,10 +329,9 @@ def cmd_import(args) -> int:
     if out.exists() and not args.force:
         raise UserError(f"`{out}` exists; pass --force to overwrite it, or compare with "
                         f"`craftc import {args.source} --check {out}`")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.craftc-import")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, out)
+    from craftc.atomic import write_atomic
+
+    write_atomic(out, text)
     print(f"wrote {out} ({text.count('entity ')} entities); review every `# guessed:` line")
     return 0
 

@@ -11,10 +11,10 @@ and the stripped system prompt the model expects. `push` uploads it with
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
+from craftc.atomic import staged_dir
 from craftc.ir import Plan, Stage
 from runtime.layout import FUNNEL_MD, REPORT_JSON, trained_model
 
@@ -121,14 +121,9 @@ def export_stage(plan: Plan, plan_dir: Path, run_dir: Path, out_dir: Path, stage
     source = stage_model_dir(run_dir, stage, adapter_only)
     if out_dir.exists() and any(out_dir.iterdir()) and not (out_dir / "README.md").is_file():
         raise ExportError(f"`{out_dir}` is not empty and is not an export; choose another `-o`")
-    tmp = out_dir.with_name(f".{out_dir.name}.tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    shutil.copytree(source, tmp, ignore=shutil.ignore_patterns(*_SKIP))
-    (tmp / "README.md").write_text(model_card(plan, plan_dir, run_dir, stage, adapter_only), encoding="utf-8")
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    os.replace(tmp, out_dir)
+    with staged_dir(out_dir) as tmp:
+        shutil.copytree(source, tmp, ignore=shutil.ignore_patterns(*_SKIP), dirs_exist_ok=True)
+        (tmp / "README.md").write_text(model_card(plan, plan_dir, run_dir, stage, adapter_only), encoding="utf-8")
     return out_dir
 
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
+
+from craftc.atomic import write_atomic
 
 __all__ = ["cache_dir", "lookup", "store", "views_digest"]
 
@@ -74,10 +75,6 @@ def store(text: str, views: str, value: dict) -> None:
     if path is None:
         return
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(value, fh)
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(value))
     except OSError:
         pass

@@ -11,11 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from craftc.atomic import staged_dir
 from craftc.emit.budget import token_budget
 from craftc.emit.errors import EmitError
 from craftc.emit.prompts import render_judge_prompts, render_prompts, split_turn_template
@@ -132,25 +131,13 @@ def write_plan_files(files: Mapping[str, bytes], out_dir: str | os.PathLike) -> 
     """Write ``files`` as the directory ``out_dir``, replacing a previous plan dir atomically."""
     out_dir = Path(out_dir)
     _refuse_foreign_dir(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
-    try:
+    with staged_dir(out_dir) as staging:
         for rel, data in files.items():
             path = staging / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
             path.chmod(0o755 if rel.endswith(_EXECUTABLE) else 0o644)
         staging.chmod(0o755)
-        if out_dir.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".old", dir=out_dir.parent))
-            os.replace(out_dir, old / "plan")
-            os.replace(staging, out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(staging, out_dir)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
     return out_dir
 
 

@@ -33,12 +33,12 @@ import argparse
 import json
 import os
 import random
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from craftc.atomic import replace_dir, write_atomic
 from runtime.layout import (ADAPTER, API_FACTORY, FINAL, GATE_INSTANCES, GRPO_FINAL, GRPO_STEP_CONFIG, GRPO_SUMMARY,
                             MANIFEST, SFT_FINAL, TRAIN_INSTANCES, WAREHOUSE)
 
@@ -454,10 +454,8 @@ def _count(names) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def _write_json(path: Path, data) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+def _json_text(data) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
 
 
 def _plot_curves(log_history: list[dict], components: tuple[str, ...], out: Path) -> list[str]:
@@ -564,20 +562,16 @@ def train_grpo(job: GRPOJob) -> dict:
         "adapter": "lora" if peft is not None else None, **counts,
     }
     if trainer.is_world_process_zero():
-        with open(out / "metrics.jsonl.tmp", "w") as fh:
-            for entry in history:
-                fh.write(json.dumps(entry, sort_keys=True) + "\n")
-        os.replace(out / "metrics.jsonl.tmp", out / "metrics.jsonl")
+        # Written atomically: a launch by hand writes straight into the run dir, outside
+        # the runner's staged step dir, and the next `craftc run` adopts what it finds.
+        write_atomic(out / "metrics.jsonl", "".join(json.dumps(entry, sort_keys=True) + "\n" for entry in history))
         tokenizer.save_pretrained(str(tmp))
         # A LoRA stage saved its adapter: keep it, and merge it into `final` (runtime.train.adapters).
-        saved = out / (ADAPTER if peft is not None else FINAL)
-        if saved.exists():
-            shutil.rmtree(saved)
-        os.replace(tmp, saved)
+        saved = replace_dir(tmp, out / (ADAPTER if peft is not None else FINAL))
         if peft is not None:
             merge_adapter(job.model_dir, saved, out / FINAL, tokenizer)
         summary["plots"] = _plot_curves(history, spec.components, out)
-        _write_json(out / GRPO_SUMMARY.path, summary)
+        write_atomic(out / GRPO_SUMMARY.path, _json_text(summary))
     return summary
 
 
@@ -588,7 +582,7 @@ def write_train_instances(ctx) -> Path:
     """The gate's instances of the train split, for the trainer: held-out instances never shape the policy."""
     all_instances = json.loads(ctx.input(GATE_INSTANCES).read_text())
     path = ctx.out_dir / TRAIN_INSTANCES.path
-    _write_json(path, [i for i in all_instances if i.get("split", "train") == "train"])
+    path.write_text(_json_text([i for i in all_instances if i.get("split", "train") == "train"]))
     return path
 
 
@@ -617,9 +611,9 @@ def run_grpo(ctx):
     write_train_instances(ctx)
     ctx.input_dir(SFT_FINAL.step)       # GRPO starts from the sft step's model: that step must have run
     # Paths relative to this config's directory: the run dir can move to another machine.
-    _write_json(ctx.out_dir / GRPO_STEP_CONFIG.path, {
+    (ctx.out_dir / GRPO_STEP_CONFIG.path).write_text(_json_text({
         "model_dir": SFT_FINAL.relative_to_step("grpo"), "instances": TRAIN_INSTANCES.relative_to_step("grpo"),
-        "warehouse": WAREHOUSE.relative_to_step("grpo"), "out_dir": "."})
+        "warehouse": WAREHOUSE.relative_to_step("grpo"), "out_dir": "."}))
     command = launch_stage(ctx, "grpo", stage.name, ctx.out_dir / GRPO_STEP_CONFIG.path)
     if not ctx.launch:
         return StepResult(metrics={"launch": "manual", "commands": {"grpo": command}})

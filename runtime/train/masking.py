@@ -26,8 +26,9 @@ from __future__ import annotations
 import json
 import os
 import random
-import tempfile
 from pathlib import Path
+
+from craftc.atomic import write_atomic
 
 __all__ = [
     "MaskingError",
@@ -275,13 +276,6 @@ def _markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 def write_mask_report(report: dict, out_dir: str | os.PathLike) -> tuple[Path, Path]:
     """Write `mask_report.json` and `mask_report.md` into `out_dir` atomically.
 
@@ -291,6 +285,6 @@ def write_mask_report(report: dict, out_dir: str | os.PathLike) -> tuple[Path, P
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out / "mask_report.json", out / "mask_report.md"
-    _write_atomic(json_path, json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-    _write_atomic(md_path, _markdown(report))
+    write_atomic(json_path, json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    write_atomic(md_path, _markdown(report))
     return json_path, md_path

@@ -67,16 +67,14 @@ def bind_existing(schema, source: Path, db_path: Path, sql: str) -> dict[str, in
     if not source.is_file():
         raise StepError(f"existing warehouse `{source}` not found (a `warehouse \"...\"` path is relative to "
                         "the recipe file); fix the path in the recipe and recompile, or build the warehouse there")
-    partial = db_path.with_name(db_path.name + ".partial")
-    shutil.copyfile(source, partial)
-    con = duckdb.connect(str(partial))
+    shutil.copyfile(source, db_path)
+    con = duckdb.connect(str(db_path))
     try:
         apply_binding(con, schema, sql)
         counts = {e.name: con.execute(f'SELECT count(*) FROM "{e.view}"').fetchall()[0][0]
                   for e in schema.entities}
     finally:
         con.close()
-    os.replace(partial, db_path)
     return counts
 
 
@@ -103,9 +101,7 @@ def run_world(ctx: StepContext) -> StepResult:
     finally:
         con.close()
     profile = data_profile(db_path)
-    partial = ctx.out_dir / (WORLD_PROFILE.path + ".partial")
-    partial.write_text(json.dumps(profile, indent=2, sort_keys=True) + "\n")
-    os.replace(partial, ctx.out_dir / WORLD_PROFILE.path)
+    (ctx.out_dir / WORLD_PROFILE.path).write_text(json.dumps(profile, indent=2, sort_keys=True) + "\n")
     fact_rows = max(counts.values()) if counts else 0
     ctx.console.print(f"world: {sum(counts.values()):,} rows in {len(counts)} entities, {build_s:.1f}s")
     return StepResult(
