@@ -180,9 +180,10 @@ class SandboxPool:
     is inherited by every job instead of rebuilt in each. It runs in the worker,
     outside the job layers: never pass model output.
 
-    Example:
-        >>> with SandboxPool(2, "warehouse.duckdb", SandboxLimits(), "my_api:make_api") as pool:  # doctest: +SKIP
-        ...     pool.run("result = api.query('SELECT 42 AS answer')").result_frame
+    Example (not run here: needs a built warehouse and starts worker processes)::
+
+        with SandboxPool(2, "runs/ads/world/warehouse.duckdb", SandboxLimits()) as pool:
+            frame = pool.run("result = api.query('SELECT 42 AS answer')").result_frame
     """
 
     def __init__(self, n_workers: int, db_path: str | os.PathLike, limits: SandboxLimits | None = None,

@@ -72,9 +72,9 @@ def merge_adapter(base_dir: str | os.PathLike, adapter_dir: str | os.PathLike, o
                   tokenizer=None) -> Path:
     """Fold a saved adapter into its base model and save the result to ``out_dir`` atomically.
 
-    Example:
-        >>> merge_adapter("sft/base", "sft/craft/adapter", "sft/craft/final")  # doctest: +SKIP
-        PosixPath('sft/craft/final')
+    Example (not run here: needs a trained adapter and its base model)::
+
+        merge_adapter("sft/base", "sft/craft/adapter", "sft/craft/final")   # -> Path("sft/craft/final")
     """
     from peft import PeftModel
     from transformers import AutoModelForCausalLM

@@ -15,10 +15,11 @@ Attribution uses character offsets: the template is prefix-preserving, so render
 `messages[:i+1]` gives the exact end of message `i` in the full text, and the fast
 tokenizer's offset mapping places every token in one message.
 
-Example:
-    >>> report = mask_report(tok, dataset, n_samples=16, seed=0)  # doctest: +SKIP
-    >>> check_masking(report)                                     # doctest: +SKIP
-    >>> write_mask_report(report, "runs/x/sft")                   # doctest: +SKIP
+Example (not run here: needs a tokenizer with the chat template and a dataset)::
+
+    report = mask_report(tok, dataset, n_samples=16, seed=0)
+    check_masking(report)                       # raises MaskingError on a trained tool token
+    write_mask_report(report, "runs/x/sft")
 """
 
 from __future__ import annotations

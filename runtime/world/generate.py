@@ -11,8 +11,9 @@ Every entity and every field draws from its own random stream, seeded by
 leaves the other columns' values unchanged. Entities and fields the domain does not
 know get generic values by type, so any schema generates.
 
-Example:
-    >>> counts = generate_warehouse(schema, "warehouse.duckdb", seed=7, scale=1.0)  # doctest: +SKIP
+Example (not run here: needs a schema IR, e.g. a loaded recipe's ``recipe.schema_``)::
+
+    counts = generate_warehouse(schema, "warehouse.duckdb", seed=7, scale=1.0)   # rows per entity
 """
 
 from __future__ import annotations
