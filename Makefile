@@ -1,6 +1,6 @@
 # The two everyday commands:
 #   make run    set up, then compile and run the ads recipe end to end on CPU
-#   make test   set up, then run the test suite
+#   make test   set up, then run the test suite and the docstring examples (doctests)
 #   make test-verl  the verl engine's CPU tests, in their own environment (.venv-verl)
 # Set-up is a local virtual environment (.venv) with the CPU build of torch pinned,
 # plus the node packages (editors/package-lock.json) that test the editor grammar.

@@ -37,7 +37,8 @@ def main(n: int = 400, repeats: int = 2, workers: int = 2, jobs_per_process: int
     from craftc.emit.compile import compile_to_dir
     from craftc.ir import Plan
     from runtime.distill.gates import sandbox_limits
-    from runtime.distill.step import API_FACTORY, gate_candidates
+    from runtime.distill.step import gate_candidates
+    from runtime.layout import API_FACTORY
     from runtime.sandbox import SandboxPool
     from runtime.world.api import WarehouseApi
     from runtime.world.generate import generate_warehouse

@@ -58,6 +58,7 @@ def _world(load, recipe_path: Path, tmp: Path, console: Console):
     from craftc.emit.compile import Compiled, _solution_sources, plan_dir_files
     from craftc.emit.plan import render_plan_files, write_plan_files
     from craftc.ir import Plan
+    from runtime.layout import WAREHOUSE
     from runtime.step_context import StepContext
     from runtime.world.step import run_world
 
@@ -65,10 +66,10 @@ def _world(load, recipe_path: Path, tmp: Path, console: Console):
     plan_dir = tmp / "plan"
     write_plan_files(plan_dir_files(Compiled(load.recipe, files, load), recipe_path, plan_dir), plan_dir)
     plan = Plan.model_validate_json((plan_dir / "plan.json").read_text(encoding="utf-8"))
-    out = tmp / "run" / "world"
+    out = tmp / "run" / WAREHOUSE.step
     out.mkdir(parents=True)
     run_world(StepContext(plan, plan_dir, tmp / "run", out, console, plan.recipe.seed))
-    return plan, plan_dir, out / "warehouse.duckdb"
+    return plan, plan_dir, out / WAREHOUSE.path
 
 
 def _instances(plan, plan_dir: Path, warehouse: Path) -> list[dict]:
@@ -94,7 +95,8 @@ def _gate(plan, instances: list[dict], warehouse: Path):
     """Outcomes of each reference trajectory, and the instance turns whose reference failed."""
     from runtime.distill.blocks import format_turn
     from runtime.distill.gates import sandbox_limits
-    from runtime.distill.step import API_FACTORY, gate_candidates
+    from runtime.distill.step import gate_candidates
+    from runtime.layout import API_FACTORY
     from runtime.sandbox import SandboxError, SandboxPool
     from runtime.step_context import StepError
     from runtime.workflows import warmup_jobs

@@ -7,9 +7,12 @@ files are rendered from ``craftc/templates/init``; the ``.craft`` files are writ
 in ``craftc fmt``'s canonical form, so the format hook passes on a fresh project.
 
 Example:
-    >>> files = scaffold_project("my_agent")           # doctest: +SKIP
-    >>> [p.as_posix() for p in files][:2]              # doctest: +SKIP
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> files = scaffold_project(root / "my_agent")
+    >>> [p.relative_to(root).as_posix() for p in files][:2]
     ['my_agent/schema_specs/my_agent.craft', 'my_agent/recipes/my_agent.craft']
+    >>> import shutil; shutil.rmtree(root)
 """
 
 from __future__ import annotations

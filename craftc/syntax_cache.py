@@ -24,13 +24,13 @@ import importlib.util
 import os
 import pickle
 import sys
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 import pydantic
 
 from craftc import ir, syntax
+from craftc.atomic import write_atomic
 from craftc.cache import cache_subdir, content_key
 from craftc.syntax import SourceFile
 
@@ -100,15 +100,7 @@ def store(path: Path, name: str, text: str, tree: SourceFile) -> None:
         return
     try:
         data = pickle.dumps((_key(name, text), tree), protocol=pickle.HIGHEST_PROTOCOL)
-        fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, entry)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_atomic(entry, data)
         _prune(entry.parent)
     except (OSError, pickle.PicklingError, RecursionError):
         pass

@@ -11,11 +11,12 @@ and the stripped system prompt the model expects. `push` uploads it with
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
+from craftc.atomic import staged_dir
 from craftc.ir import Plan, Stage
+from runtime.layout import FUNNEL_MD, REPORT_JSON, trained_model
 
 __all__ = ["ExportError", "export_stage", "model_card", "push_to_hub", "stage_model_dir"]
 
@@ -39,8 +40,7 @@ def _stage(plan: Plan, name: str | None) -> Stage:
 
 def stage_model_dir(run_dir: Path, stage: Stage, adapter_only: bool = False) -> Path:
     """Where the run keeps the stage's model: `sft/craft/` for sft, `grpo/` for grpo."""
-    step_dir = run_dir / stage.kind / ("craft" if stage.kind == "sft" else "")
-    wanted = step_dir / ("adapter" if adapter_only else "final")
+    wanted = trained_model(stage.kind, adapter=adapter_only).under(run_dir)
     if adapter_only and stage.lora is None:
         raise ExportError(f"stage `{stage.name}` trained every weight (no `lora` block): export without --adapter-only")
     if not (wanted / ("adapter_config.json" if adapter_only else "config.json")).is_file():
@@ -60,8 +60,8 @@ def model_card(plan: Plan, plan_dir: Path, run_dir: Path, stage: Stage, adapter_
     spec = next((m for m in recipe.models if m.name == stage.base), None)
     base = spec.path if spec is not None and spec.path else stage.base
     reward = _read_json(plan_dir / "specs" / "reward.json") or {}
-    report = _read_json(run_dir / "report" / "report.json")
-    funnel = run_dir / "gate" / "funnel.md"
+    report = _read_json(REPORT_JSON.under(run_dir))
+    funnel = FUNNEL_MD.under(run_dir)
     builder = _read_json(plan_dir / "specs" / "input_builder.json")
     prompt = (plan_dir / builder["modes"]["stripped"]["system_prompt"]).read_text(encoding="utf-8")
     front = ["---", "library_name: transformers" if not adapter_only else "library_name: peft",
@@ -121,14 +121,9 @@ def export_stage(plan: Plan, plan_dir: Path, run_dir: Path, out_dir: Path, stage
     source = stage_model_dir(run_dir, stage, adapter_only)
     if out_dir.exists() and any(out_dir.iterdir()) and not (out_dir / "README.md").is_file():
         raise ExportError(f"`{out_dir}` is not empty and is not an export; choose another `-o`")
-    tmp = out_dir.with_name(f".{out_dir.name}.tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    shutil.copytree(source, tmp, ignore=shutil.ignore_patterns(*_SKIP))
-    (tmp / "README.md").write_text(model_card(plan, plan_dir, run_dir, stage, adapter_only), encoding="utf-8")
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    os.replace(tmp, out_dir)
+    with staged_dir(out_dir) as tmp:
+        shutil.copytree(source, tmp, ignore=shutil.ignore_patterns(*_SKIP), dirs_exist_ok=True)
+        (tmp / "README.md").write_text(model_card(plan, plan_dir, run_dir, stage, adapter_only), encoding="utf-8")
     return out_dir
 
 

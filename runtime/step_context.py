@@ -4,7 +4,7 @@ A step is a function ``run(ctx: StepContext) -> StepResult``. The runner gives i
 fresh, empty ``ctx.out_dir`` (a temporary directory next to the final one) and
 renames it into place only when the step returns, so an interrupted step never
 leaves half-written output. Earlier steps' outputs are read through
-``ctx.input_dir(step)``.
+``ctx.input(path)`` with a path named in `runtime.layout` (or ``ctx.input_dir(step)``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 
 from craftc.ir import Plan
+from runtime.layout import MANIFEST, RunPath
 
 __all__ = ["StepContext", "StepResult", "StepError"]
 
@@ -42,12 +43,16 @@ class StepContext:
     def input_dir(self, step: str) -> Path:
         """The finished output directory of an earlier step."""
         path = self.run_dir / step
-        if not (path / "manifest.json").exists():
+        if not (path / MANIFEST).exists():
             raise StepError(
                 f"step output `{step}` is missing from {self.run_dir}; "
                 f"run `craftc run {self.plan_dir} --only {step}` first"
             )
         return path
+
+    def input(self, path: RunPath) -> Path:
+        """A file or directory an earlier step wrote (see `runtime.layout`)."""
+        return self.input_dir(path.step) / path.path
 
     def artifact(self, relpath: str) -> Path:
         """A file the compiler rendered into the plan dir (prompts, configs, ...)."""

@@ -127,9 +127,10 @@ def log_step_metrics(track: str, step_dir: str | os.PathLike, project: str, run_
 def read_scalars(log_dir: str | os.PathLike) -> dict[str, list[tuple[int, float]]]:
     """Every scalar in the tensorboard event files under `log_dir`: tag -> [(step, value)].
 
-    Example:
-        >>> read_scalars("runs/ads_analytics/grpo/tracking")["train/rewards/outcome/mean"]  # doctest: +SKIP
-        [(1, 0.25), (2, 0.5)]
+    Example (not run here: needs a run's tensorboard logs)::
+
+        read_scalars("runs/ads_analytics/grpo/tracking")["train/rewards/outcome/mean"]
+        # [(1, 0.25), (2, 0.5)]
     """
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

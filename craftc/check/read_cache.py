@@ -14,22 +14,24 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from craftc.atomic import write_atomic
 from craftc.cache import cache_dir
 
 __all__ = ["lookup", "store", "views_digest"]
 
-_CHECKER_FILES = ("solution_sql.py", "solution_frames.py", "solution_parse.py", "read_cache.py")
+# Relative to craftc/; sql_facts decides which strings of a solution are SQL.
+_CHECKER_FILES = ("check/solution_sql.py", "check/solution_frames.py", "check/solution_parse.py", "check/read_cache.py",
+                  "sql_facts.py")
 
 
 @lru_cache(maxsize=1)
 def _checker_digest() -> str:
     """The checker's own source: editing it invalidates every entry."""
     digest = hashlib.sha256()
-    here = Path(__file__).parent
+    here = Path(__file__).parent.parent
     for name in _CHECKER_FILES:
         digest.update((here / name).read_bytes())
     return digest.hexdigest()
@@ -65,10 +67,6 @@ def store(text: str, views: str, value: dict) -> None:
     if path is None:
         return
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(value, fh)
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(value))
     except OSError:
         pass

@@ -10,9 +10,10 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
-__all__ = ["Read", "parse_solution", "parse_sql"]
+from craftc.sql_facts import parse_code, parse_sql  # the one reader of code and SQL, shared by both checkers
+
+__all__ = ["Read", "parse_solution", "parse_sql", "render_solution"]
 
 _PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 
@@ -27,25 +28,12 @@ class Read:
     col: int = 1       # column of that line where the name appears (1-based)
 
 
+def render_solution(text: str) -> str:
+    """The solution's text with ``${param}`` placeholders rendered as literals."""
+    # Placeholders become zeros of the same width so that columns stay where they are.
+    return _PLACEHOLDER.sub(lambda m: "0" * len(m.group()), text.replace("$$", "$"))
+
+
 def parse_solution(text: str) -> ast.Module | None:
     """The solution's Python tree with ``${param}`` placeholders rendered as literals."""
-    # Placeholders become zeros of the same width so that columns stay where they are.
-    rendered = _PLACEHOLDER.sub(lambda m: "0" * len(m.group()), text.replace("$$", "$"))
-    try:
-        return ast.parse(rendered)
-    except SyntaxError:
-        return None        # the distill gates report broken solutions; nothing to resolve here
-
-
-@lru_cache(maxsize=1024)
-def parse_sql(sql: str):
-    """The sqlglot tree of a query (duckdb dialect), or None when it does not parse."""
-    # sqlglot is imported on the first parse, not at the top: a warm compile finds every
-    # solution in the read cache (craftc.check.read_cache) and never needs it.
-    import sqlglot
-    from sqlglot.errors import SqlglotError
-
-    try:
-        return sqlglot.parse_one(sql, read="duckdb")
-    except (SqlglotError, ValueError, RecursionError):
-        return None
+    return parse_code(render_solution(text))  # None: the distill gates report broken solutions

@@ -1,9 +1,9 @@
 """What a reference solution reads from the warehouse: logical views and their columns.
 
 A solution is a template (``${param}`` placeholders, see docs/workflows.md), so it is
-rendered with placeholder literals before ``ast`` finds its ``api.query("...")`` and
-``api.table("...", columns=[...])`` calls; each query's SQL is parsed with sqlglot
-(duckdb dialect) and every column is resolved against the table it comes from, an
+rendered with placeholder literals before its SQL strings (the rule every reader of
+agent code shares, see :mod:`craftc.sql_facts`) and its ``api.table("...", columns=[...])``
+calls are found; each query's SQL is parsed with sqlglot (duckdb dialect) and every column is resolved against the table it comes from, an
 unqualified column against the innermost SELECT's own tables first (SQL's scoping
 rule), then the enclosing ones. Only references that name a logical view are judged;
 CTEs, subqueries and select aliases are followed or skipped, never guessed, so a
@@ -27,13 +27,14 @@ from typing import TYPE_CHECKING
 
 from craftc.check import read_cache
 from craftc.check.solution_frames import FrameMiss, frame_misses, frame_reads
-from craftc.check.solution_parse import Read, parse_solution, parse_sql
+from craftc.check.solution_parse import Read, parse_solution, parse_sql, render_solution
+from craftc.sql_facts import PLACEHOLDER, sql_strings, table_calls
 
 if TYPE_CHECKING:       # sqlglot is imported only when a solution is not in the read cache
     from sqlglot.optimizer.scope import Scope
 
 __all__ = ["Read", "solution_reads", "missing_reads", "frame_column_misses", "schema_views",
-           "parse_solution", "parse_sql"]
+           "parse_solution"]
 
 
 def schema_views(entities) -> dict[str, set[str]]:
@@ -48,28 +49,13 @@ def schema_views(entities) -> dict[str, set[str]]:
 
 
 def _queries(text: str) -> list[tuple[str, str, int]]:
-    """(kind, argument, line) for each ``api.query``/``api.table`` call with a literal argument."""
+    """(kind, argument, line) for each SQL string (see `craftc.sql_facts`) and ``api.table`` call."""
     tree = parse_solution(text)
     if tree is None:
         return []
-    constants = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) \
-                and isinstance(node.value.value, str):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    constants[target.id] = (node.value.value, node.value.lineno)
-    found = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == "api"
-                and node.func.attr in ("query", "table") and node.args):
-            continue
-        arg = node.args[0]
-        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-            found.append((node.func.attr, arg.value, arg.lineno))
-        elif isinstance(arg, ast.Name) and arg.id in constants:
-            found.append((node.func.attr, *constants[arg.id]))
+    rendered = render_solution(text)
+    found = [("query", s.sql, s.line) for s in sql_strings(rendered, tree)]
+    found += [("table", view, line) for view, line in table_calls(tree)]
     return sorted(found, key=lambda q: q[2])
 
 
@@ -94,7 +80,8 @@ def _derived_columns(scope: Scope) -> set[str]:
 def _tables(scope: Scope) -> dict[str, str]:
     from sqlglot import exp
 
-    return {alias: src.name for alias, src in scope.sources.items() if isinstance(src, exp.Table)}
+    return {alias: src.name for alias, src in scope.sources.items() if isinstance(src, exp.Table)
+            and PLACEHOLDER not in src.name}
 
 
 def _own_columns(scope: Scope) -> list[exp.Column]:
@@ -125,6 +112,8 @@ def _scope_reads(scope: Scope, views: dict[str, set[str]], line: int) -> list[Re
     reads = [Read(name, "", line) for name in tables.values()]
     known = {alias: name for alias, name in tables.items() if name in views}
     for col in _own_columns(scope):
+        if PLACEHOLDER in col.name:
+            continue        # an f-string interpolation: its name is not known
         if col.table:
             if col.table in known:
                 reads.append(Read(known[col.table], col.name, line))

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import difflib
-import os
 import sys
 from pathlib import Path
 
+from craftc.atomic import write_atomic
 from craftc.commands.common import err
 from craftc.diagnostics import render_diagnostics
 from craftc.fmt import format_file
@@ -31,9 +31,7 @@ def run(args) -> int:
             print(f"would reformat {path}")
             sys.stdout.writelines(_unified_diff(path, result.text))
         else:
-            tmp = path.with_name(f".{path.name}.craftc-fmt")
-            tmp.write_text(result.text, encoding="utf-8")
-            os.replace(tmp, path)
+            write_atomic(path, result.text)
             print(f"reformatted {path}")
     if failed:
         return 1

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
+from craftc.atomic import write_atomic
 from craftc.commands.common import UserError, color, show_diagnostics
 from craftc.diagnostics import render_diagnostics
 from craftc.frontend import load_schema
@@ -41,8 +41,6 @@ def run(args) -> int:
         raise UserError(f"`{out}` exists; pass --force to overwrite it, or compare with "
                         f"`craftc import {args.source} --check {out}`")
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.craftc-import")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, out)
+    write_atomic(out, text)
     print(f"wrote {out} ({text.count('entity ')} entities); review every `# guessed:` line")
     return 0

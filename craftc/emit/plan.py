@@ -130,8 +130,8 @@ def emit_plan(recipe: Recipe, solution_sources: Mapping[str, str], out_dir: str 
     Raises:
         EmitError: Naming what cannot be emitted and the fix.
 
-    Example:
-        >>> emit_plan(recipe, {"solutions/top/1.py": text}, "build/hello")  # doctest: +SKIP
-        PosixPath('build/hello')
+    Example (not run here: needs a loaded recipe, see `craftc.load_recipe`)::
+
+        emit_plan(recipe, {"solutions/top/1.py": text}, "build/hello")   # -> Path("build/hello")
     """
     return write_plan_files(render_plan_files(recipe, solution_sources), out_dir)

@@ -2,9 +2,9 @@
 
 The TRL kwargs are exactly what ``SFTConfig(**kwargs)`` / ``GRPOConfig(**kwargs)``
 accept in TRL 1.16, minus ``output_dir`` (a run-dir path the runtime adds). The
-accelerate YAML is rendered from a template, not from the runtime's helper, because
-the compiler never imports the runtime; tests load it with accelerate's own loader
-and compare it with the runtime's helper.
+accelerate YAML (field names of accelerate 1.15's ``ClusterConfig``) is rendered from
+``templates/stages/accelerate.yaml.j2``; this is the only place craft builds one, and the
+runtime launches what the plan holds. Tests load it with accelerate's own loader.
 """
 
 from __future__ import annotations
@@ -34,8 +34,7 @@ _DEFAULT_CLASSES = ("Qwen3MoeDecoderLayer", "Qwen3MoeSparseMoeBlock")
 # `multi_cpu` is a MULTI_GPU config with `use_cpu: true`: in accelerate 1.15 a MULTI_CPU
 # config without an mpirun hostfile goes to the simple launcher, which starts ONE process.
 # The MULTI_GPU launcher is torchrun, which starts `num_processes`; with `use_cpu=True` in
-# the training arguments each process then selects MULTI_CPU with the gloo backend. This
-# is runtime/train/accelerate_configs.py's `ddp_cpu`.
+# the training arguments each process then selects MULTI_CPU with the gloo backend.
 _DISTRIBUTED_TYPE = {"cpu": "NO", "single_gpu": "NO", "multi_cpu": "MULTI_GPU", "ddp": "MULTI_GPU",
                      "fsdp2": "FSDP", "zero3": "DEEPSPEED"}
 

@@ -1,9 +1,20 @@
 """`craftc import`: schema specs from a live warehouse, SQL DDL or dbt YAML, and drift checks.
 
 Example:
-    >>> text = import_schema("warehouse.duckdb", name="shop")  # doctest: +SKIP
-    >>> print(text.splitlines()[2])                            # doctest: +SKIP
+    >>> import duckdb, tempfile, pathlib
+    >>> db = pathlib.Path(tempfile.mkdtemp()) / "shop.duckdb"
+    >>> duckdb.connect(str(db)).execute("CREATE TABLE customer (id INTEGER PRIMARY KEY, name VARCHAR)").close()
+    >>> print("\\n".join(import_schema(db, name="shop").splitlines()[2:]))
     schema shop version 1 {
+      doc "Imported from shop.duckdb"
+    <BLANKLINE>
+      entity CustomerEntity {
+        table "customer"
+        key id -> column "id"
+        field name string nullable
+      }
+    }
+    >>> import shutil; shutil.rmtree(db.parent)
 """
 
 from __future__ import annotations

@@ -17,10 +17,7 @@ later, in the sft step; the ``token_counter`` column says so.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -120,21 +117,13 @@ def build_examples(instances: list[dict[str, Any]], accepted: dict[tuple[str, in
 
 
 def save_dataset(examples: list[dict], out_dir: Path) -> None:
-    """Save with `datasets` (Arrow); written next to ``out_dir`` and renamed into place."""
+    """Save with `datasets` (Arrow) into ``out_dir``, inside the dataset step's staged dir."""
     from datasets import Dataset
 
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=out_dir.name + ".", dir=out_dir.parent))
-    try:
-        columns = ["messages", "workflow", "instance_id", "split", "turns", "variant", "n_tokens", "token_counter"]
-        data = {c: [e[c] for e in examples] for c in columns}
-        Dataset.from_dict(data).save_to_disk(str(staging))
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(staging, out_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    columns = ["messages", "workflow", "instance_id", "split", "turns", "variant", "n_tokens", "token_counter"]
+    data = {c: [e[c] for e in examples] for c in columns}
+    Path(out_dir).parent.mkdir(parents=True, exist_ok=True)
+    Dataset.from_dict(data).save_to_disk(str(out_dir))
 
 
 def corpus_text(systems: dict[str, str], templates: dict[str, str], instances: list[dict[str, Any]],

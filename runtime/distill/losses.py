@@ -17,9 +17,12 @@ from typing import Any
 
 from rich.markup import escape
 
+from runtime.layout import FUNNEL_MD
 from runtime.step_context import StepError
 
 __all__ = ["Loss", "gate_losses", "dataset_losses", "report_losses", "losses_markdown"]
+
+_FUNNEL = FUNNEL_MD.under("RUN_DIR").as_posix()
 
 PREFLIGHT = "`craftc check --preflight RECIPE` runs every reference through the gates before any teacher is called"
 
@@ -81,7 +84,7 @@ def gate_losses(instances: list[dict], candidates: list[dict], outcomes: list[di
             losses.append(Loss(workflow, None, "0 candidates reached the gates, so it has no training data", fix))
             continue
         losses.append(Loss(workflow, None, f"0 of {len(judged)} candidates accepted ({_rejections(judged)})",
-                           "read its rejections in RUN_DIR/gate/funnel.md; when a judge rejects "
+                           f"read its rejections in {_FUNNEL}; when a judge rejects "
                            "candidates that follow the reference, it rejects the reference's own "
                            f"plan or code: {PREFLIGHT}"))
     return losses
@@ -104,7 +107,7 @@ def dataset_losses(instances: list[dict], examples: list[dict]) -> list[Loss]:
     """Train workflows that contribute no example to the dataset."""
     present = {e["workflow"] for e in examples}
     return [Loss(w, None, "0 examples in the dataset (no accepted trajectory for its first turn)",
-                 f"see RUN_DIR/gate/funnel.md for why its candidates were rejected; {PREFLIGHT}")
+                 f"see {_FUNNEL} for why its candidates were rejected; {PREFLIGHT}")
             for w in _train_workflows(instances) if w not in present]
 
 

@@ -32,9 +32,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import sqlglot
 from sqlglot import exp
 
+from craftc.sql_facts import parse_sql
 from runtime.distill.code_facts import code_facts, sql_strings
 from runtime.distill.vocabulary import SchemaVocabulary, mentions
 
@@ -153,10 +153,10 @@ def _wrong_filter(turn: Turn3, ctx: NoiseContext, rng: random.Random) -> Turn3 |
 
 def _missing_filter(turn: Turn3, ctx: NoiseContext, rng: random.Random) -> Turn3 | None:
     for literal in sql_strings(turn.code):
-        try:
-            tree = sqlglot.parse_one(literal.sql, read="duckdb")
-        except sqlglot.errors.SqlglotError:
+        tree = parse_sql(literal.sql)
+        if tree is None:
             continue
+        tree = tree.copy()          # parsed trees are shared; this one is edited below
         where = tree.find(exp.Where)
         if where is None:
             continue

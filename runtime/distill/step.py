@@ -23,12 +23,13 @@ from typing import Any
 from rich.progress import Progress
 
 from craftc.ir import BlockFormat
+from runtime.layout import (ACCEPTED, API_FACTORY, CANDIDATES, CORPUS, DATASET_DIR, DISTILL_INSTANCES, EVAL_INSTANCES,
+                            FUNNEL_JSON, FUNNEL_MD, GATE_INSTANCES, OUTCOMES, WAREHOUSE)
 from runtime.step_context import StepContext, StepError, StepResult
 
-__all__ = ["run_distill", "run_gate", "run_dataset", "gated_recipe", "input_builder", "API_FACTORY", "instances_per_workflow",
+__all__ = ["run_distill", "run_gate", "run_dataset", "gated_recipe", "input_builder", "instances_per_workflow",
            "run_instances"]
 
-API_FACTORY = "runtime.world.api:WarehouseApi"
 GATE_CHUNK = 64
 
 
@@ -54,7 +55,7 @@ def run_instances(recipe, con, seed: int, **solutions) -> tuple[list, dict[str, 
 
 
 def _warehouse(ctx: StepContext) -> Path:
-    path = ctx.input_dir("world") / "warehouse.duckdb"
+    path = ctx.input(WAREHOUSE)
     if not path.is_file():
         raise StepError(f"warehouse `{path}` is missing; rerun `craftc run {ctx.plan_dir} --only world`")
     return path
@@ -150,8 +151,8 @@ def run_distill(ctx: StepContext) -> StepResult:
         out.append({"candidate_id": f"{instance['instance_id']}/t{turn + 1}/c{candidate.candidate_index}",
                     "instance_id": instance["instance_id"], "workflow": instance["workflow"], "turn": turn,
                     "text": candidate.text, "metadata": candidate.metadata, **extra})
-    (ctx.out_dir / "instances.json").write_text(json.dumps(records, indent=1, sort_keys=True, default=str) + "\n")
-    _write_jsonl(ctx.out_dir / "candidates.jsonl", out)
+    (ctx.out_dir / DISTILL_INSTANCES.path).write_text(json.dumps(records, indent=1, sort_keys=True, default=str) + "\n")
+    _write_jsonl(ctx.out_dir / CANDIDATES.path, out)
     wall = time.monotonic() - started
     splits = {name: sum(1 for r in records if r["split"] == name) for name in sorted(set(split_of.values()))}
     ctx.console.print(f"distill: {teacher.name} wrote {len(out)} candidates for {len(requests)} instance turns")
@@ -159,7 +160,7 @@ def run_distill(ctx: StepContext) -> StepResult:
     return StepResult(metrics={"teacher": teacher.name, "instances": len(records), "splits": splits,
                                "requests": len(requests), "candidates": len(out), "repaired": repairs,
                                "candidates_per_s": round(len(out) / wall, 1) if wall else None},
-                      outputs=("instances.json", "candidates.jsonl"))
+                      outputs=(DISTILL_INSTANCES.path, CANDIDATES.path))
 
 
 def _report_short_volume(recipe, records: list[dict], console) -> None:
@@ -331,9 +332,9 @@ def run_gate(ctx: StepContext) -> StepResult:
     from runtime.distill.teachers import TeacherError
 
     recipe, prompts = _gate_spec(ctx)
-    distill = ctx.input_dir("distill")
-    instances = json.loads((distill / "instances.json").read_text(encoding="utf-8"))
-    candidates = _read_jsonl(distill / "candidates.jsonl")
+    instances_text = ctx.input(DISTILL_INSTANCES).read_text(encoding="utf-8")
+    instances = json.loads(instances_text)
+    candidates = _read_jsonl(ctx.input(CANDIDATES))
     started = time.monotonic()
     try:
         ensemble = JudgeEnsemble.from_recipe(recipe, prompts=prompts,
@@ -365,11 +366,11 @@ def run_gate(ctx: StepContext) -> StepResult:
     funnel["losses"] = [loss.to_dict() for loss in losses]
     report_losses(losses, "gate", recipe.on_loss, None)     # on_loss error: fail before writing
     accepted = [{**by_id[o["candidate_id"]], "execution": o["execution"]} for o in outcomes if o["accepted"]]
-    _write_jsonl(ctx.out_dir / "outcomes.jsonl", outcomes)
-    _write_jsonl(ctx.out_dir / "accepted.jsonl", accepted)
-    (ctx.out_dir / "instances.json").write_text((distill / "instances.json").read_text(encoding="utf-8"))
-    (ctx.out_dir / "funnel.json").write_text(dumps(funnel), encoding="utf-8")
-    (ctx.out_dir / "funnel.md").write_text(funnel_markdown(funnel), encoding="utf-8")
+    _write_jsonl(ctx.out_dir / OUTCOMES.path, outcomes)
+    _write_jsonl(ctx.out_dir / ACCEPTED.path, accepted)
+    (ctx.out_dir / GATE_INSTANCES.path).write_text(instances_text)
+    (ctx.out_dir / FUNNEL_JSON.path).write_text(dumps(funnel), encoding="utf-8")
+    (ctx.out_dir / FUNNEL_MD.path).write_text(funnel_markdown(funnel), encoding="utf-8")
     print_funnel(funnel, ctx.console)
     report_losses(losses, "gate", recipe.on_loss, ctx.console)
     per_gate = {g["gate"]: g["rejected"] for g in funnel["gates"]}
@@ -389,7 +390,7 @@ def run_gate(ctx: StepContext) -> StepResult:
         metrics["set_aside_rate"] = funnel["agreement"]["set_aside_rate"]
     if "oracle" in funnel:
         metrics["oracle_precision"], metrics["oracle_recall"] = funnel["oracle"]["precision"], funnel["oracle"]["recall"]
-    return StepResult(metrics=metrics, outputs=("funnel.json", "funnel.md", "accepted.jsonl", "outcomes.jsonl"))
+    return StepResult(metrics=metrics, outputs=(FUNNEL_JSON.path, FUNNEL_MD.path, ACCEPTED.path, OUTCOMES.path))
 
 
 def sandbox_record(pool, outcomes: list[dict]) -> dict:
@@ -418,10 +419,9 @@ def run_dataset(ctx: StepContext) -> StepResult:
     from runtime.distill.losses import dataset_losses, report_losses
 
     recipe = ctx.plan.recipe
-    gate = ctx.input_dir("gate")
-    instances = json.loads((gate / "instances.json").read_text(encoding="utf-8"))
+    instances = json.loads(ctx.input(GATE_INSTANCES).read_text(encoding="utf-8"))
     accepted: dict[tuple[str, int], list[dict]] = defaultdict(list)
-    for record in _read_jsonl(gate / "accepted.jsonl"):
+    for record in _read_jsonl(ctx.input(ACCEPTED)):
         accepted[(record["instance_id"], record["turn"])].append(record)
     builder = input_builder(ctx)
     systems = {mode: ctx.artifact(builder["modes"][mode]["system_prompt"]).read_text(encoding="utf-8")
@@ -433,18 +433,18 @@ def run_dataset(ctx: StepContext) -> StepResult:
     examples = build_examples(instances, accepted, systems, templates, BlockFormat(**builder["format"]))
     if not examples["stripped"]:
         raise StepError("no accepted trajectory reached the dataset: every candidate was rejected; "
-                        "see RUN_DIR/gate/funnel.md for the reasons")
+                        f"see {FUNNEL_MD.under('RUN_DIR').as_posix()} for the reasons")
     losses = dataset_losses(instances, examples["stripped"])
     report_losses(losses, "dataset", recipe.on_loss, None)
-    out = ctx.out_dir / "dataset"
+    out = ctx.out_dir / DATASET_DIR.path
     for mode in MODES:
         save_dataset(examples[mode], out / mode)
     held_out = [i for i in instances if i["split"] != "train"]
-    (out / "eval_instances.json").write_text(dumps(held_out), encoding="utf-8")
+    (ctx.out_dir / EVAL_INSTANCES.path).write_text(dumps(held_out), encoding="utf-8")
     # The tokenizer of tiny_moe is trained on this corpus: the schema's logical DDL keeps
     # the stuffed arm's tokens as cheap to encode as the stripped arm's.
     extra = [ctx.artifact("sql/logical_ddl.sql").read_text(encoding="utf-8")]
-    (out / "corpus.txt").write_text(corpus_text(systems, templates, instances, extra), encoding="utf-8")
+    (ctx.out_dir / CORPUS.path).write_text(corpus_text(systems, templates, instances, extra), encoding="utf-8")
     tokens = {mode: sum(e["n_tokens"] for e in examples[mode]) for mode in MODES}
     workflows = sorted({e["workflow"] for e in examples["stripped"]})
     trained = sorted({i["workflow"] for i in instances if i["split"] == "train"})
@@ -456,5 +456,5 @@ def run_dataset(ctx: StepContext) -> StepResult:
                                "workflows": len(workflows), "train_workflows": len(trained),
                                "workflows_without_examples": [w for w in trained if w not in workflows],
                                "warnings": [loss.line() for loss in losses]},
-                      outputs=("dataset/stripped", "dataset/stuffed", "dataset/eval_instances.json",
-                               "dataset/corpus.txt"))
+                      outputs=(*(f"{DATASET_DIR.path}/{mode}" for mode in MODES), EVAL_INSTANCES.path,
+                               CORPUS.path))

@@ -3,6 +3,7 @@
 See docs/rewards.md for the exact definition of each component.
 """
 
+from craftc.sql_facts import literal_values
 from runtime.rewards.composite import TurnContext, checks_passed_share, passes_expectations, score_turn
 from runtime.rewards.consistency import code_entities, consistency_reward, plan_code_agreement
 from runtime.rewards.judge import ddl_leaks, judge_reward, params_honoured
@@ -10,12 +11,11 @@ from runtime.rewards.outcome import outcome_reward
 from runtime.rewards.process import CodeFindings, inspect_code, process_reward, redundant_joins
 from runtime.rewards.schema_terms import SchemaTerms
 from runtime.rewards.spec import COMPONENTS, RewardSpec, RewardSpecError
-from runtime.rewards.sqlscan import literal_values, parse_queries, sql_strings
 from runtime.rewards.total import total
 
 __all__ = [
     "COMPONENTS", "CodeFindings", "RewardSpec", "RewardSpecError", "SchemaTerms", "TurnContext",
     "code_entities", "consistency_reward", "ddl_leaks", "inspect_code", "judge_reward", "literal_values",
-    "outcome_reward", "params_honoured", "parse_queries", "passes_expectations", "checks_passed_share", "plan_code_agreement",
-    "process_reward", "redundant_joins", "score_turn", "sql_strings", "total",
+    "outcome_reward", "params_honoured", "passes_expectations", "checks_passed_share", "plan_code_agreement",
+    "process_reward", "redundant_joins", "score_turn", "total",
 ]

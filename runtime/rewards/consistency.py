@@ -3,32 +3,26 @@
 Half of the score is the distill step's ``plan_code`` judge (the same judge the
 Tri-Gate filter votes with) as 1 or 0, so training optimises what the gate
 accepted. The other half is graded, so a group of imperfect rollouts still has a
-gradient: the entities the plan names in business words are compared with the logical views
-the code's SQL reads (sqlglot), and every metric the plan names must have its
-entities read by the code. A plan that promises CTR while the code only counts
+gradient: the entities the plan names in business words are compared with the logical
+views the code reads (its SQL, see `craftc.sql_facts`, and its ``api.table`` calls), and
+every metric the plan names must have its entities read by the code. A plan that promises CTR while the code only counts
 campaigns scores low; so does code that silently reads tables the plan never
 mentions.
 """
 
 from __future__ import annotations
 
-from sqlglot import exp
-
+from craftc.sql_facts import code_sql_facts, parse_code, table_calls
 from runtime.rewards.schema_terms import SchemaTerms
-from runtime.rewards.sqlscan import parse_queries
 
 __all__ = ["code_entities", "plan_code_agreement", "consistency_reward"]
 
 
 def code_entities(code: str, terms: SchemaTerms) -> set[str]:
-    """Entities whose logical views the code's queries read."""
-    found = set()
-    for query in parse_queries(code):
-        for table in query.find_all(exp.Table):
-            entity = terms.views.get(table.name.lower())
-            if entity:
-                found.add(entity)
-    return found
+    """Entities whose logical views the code reads, in SQL or with ``api.table``."""
+    tree = parse_code(code)
+    views = set(code_sql_facts(code, tree).tables) | {view.lower() for view, _ in table_calls(tree)}
+    return {terms.views[view] for view in views if view in terms.views}
 
 
 def plan_code_agreement(plan: str | None, code: str | None, terms: SchemaTerms) -> float:

@@ -101,9 +101,10 @@ def make_llm_judge(ctx) -> LlmRewardJudge | None:
     ``ctx`` is the step's `StepContext`: the prompt is read through ``ctx.artifact`` (so
     the manifest names it) and the cache is the gate's (``gate judge { cache DIR }``).
 
-    Example:
-        >>> llm_judge = make_llm_judge(ctx)                    # doctest: +SKIP
-        >>> RewardContext(..., llm_judge=llm_judge)             # doctest: +SKIP
+    Example (not run here: needs a step context and a judge endpoint)::
+
+        llm_judge = make_llm_judge(ctx)
+        TurnContext(params, reference, expectations, terms, llm_judge=llm_judge)
     """
     import json
 

@@ -13,9 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from sqlglot import exp
-
-from runtime.rewards.sqlscan import parse_queries
+from craftc.sql_facts import code_sql_facts, redundant_joins
 
 __all__ = ["CodeFindings", "HUGE_RANGE", "inspect_code", "redundant_joins", "process_reward"]
 
@@ -45,44 +43,6 @@ def _huge_range(node: ast.AST) -> bool:
     return bool(bounds) and max(bounds) > HUGE_RANGE
 
 
-def redundant_joins(query: exp.Expression) -> int:
-    """Joined tables none of whose columns appear outside their own ``ON`` condition.
-
-    Example:
-        >>> import sqlglot
-        >>> q = sqlglot.parse_one("SELECT c.name FROM campaign c JOIN advertiser a ON a.id = c.advertiser_id")
-        >>> redundant_joins(q)
-        1
-    """
-    count = 0
-    for select in query.find_all(exp.Select):
-        for join in select.args.get("joins") or ():
-            table = join.this
-            if not isinstance(table, exp.Table):
-                continue
-            name = table.alias_or_name
-            on = join.args.get("on")
-            used = False
-            for column in select.find_all(exp.Column):
-                if column.table != name:
-                    continue
-                if on is not None and column.find_ancestor(exp.Join) is join:
-                    continue
-                used = True
-                break
-            # Unqualified columns might belong to the joined table: only judge
-            # queries that qualify their columns.
-            qualified = any(c.table for c in select.find_all(exp.Column))
-            if not used and qualified and not _uses_star(select, name):
-                count += 1
-    return count
-
-
-def _uses_star(select: exp.Select, name: str) -> bool:
-    return any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)
-                                            and e.table in ("", name)) for e in select.expressions)
-
-
 def inspect_code(code: str) -> CodeFindings:
     """Read ``code``'s AST and its SQL for the problems the process reward counts."""
     try:
@@ -93,11 +53,8 @@ def inspect_code(code: str) -> CodeFindings:
     loops = sum(1 for n in ast.walk(tree) if isinstance(n, ast.While)
                 and isinstance(n.test, ast.Constant) and n.test.value is True)
     loops += sum(1 for n in ast.walk(tree) if isinstance(n, (ast.For, ast.comprehension)) and _huge_range(n.iter))
-    stars = redundant = 0
-    for query in parse_queries(code):
-        stars += sum(1 for s in query.find_all(exp.Select) if _uses_star(s, ""))
-        redundant += redundant_joins(query)
-    return CodeFindings(True, bare, loops, stars, redundant)
+    sql = code_sql_facts(code, tree)
+    return CodeFindings(True, bare, loops, sql.select_stars, sql.redundant_joins)
 
 
 def _call_score(call) -> float:

@@ -14,6 +14,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from runtime.layout import API_FACTORY
+
 from .limits import SandboxError, SandboxLimits, job_environment
 from .protocol import FrameError, FrameTimeout, read_frame, write_frame
 from .redact import Redactor, secret_values
@@ -178,13 +180,14 @@ class SandboxPool:
     is inherited by every job instead of rebuilt in each. It runs in the worker,
     outside the job layers: never pass model output.
 
-    Example:
-        >>> with SandboxPool(2, "warehouse.duckdb", SandboxLimits(), "my_api:make_api") as pool:  # doctest: +SKIP
-        ...     pool.run("result = api.query('SELECT 42 AS answer')").result_frame
+    Example (not run here: needs a built warehouse and starts worker processes)::
+
+        with SandboxPool(2, "runs/ads/world/warehouse.duckdb", SandboxLimits()) as pool:
+            frame = pool.run("result = api.query('SELECT 42 AS answer')").result_frame
     """
 
     def __init__(self, n_workers: int, db_path: str | os.PathLike, limits: SandboxLimits | None = None,
-                 api_factory: str = "runtime.world.api:WarehouseApi", warmup=()):
+                 api_factory: str = API_FACTORY, warmup=()):
         if not isinstance(n_workers, int) or n_workers < 1:
             raise SandboxError(f"n_workers must be a positive integer, got {n_workers!r}")
         if not Path(db_path).is_file():

@@ -5,12 +5,6 @@ importing this package is cheap. The trainers (`runtime.train.sft`, `runtime.tra
 are not imported here: `accelerate launch -m runtime.train.sft` runs them as __main__.
 """
 
-from runtime.train.accelerate_configs import (
-    PARALLEL_MODES,
-    AccelerateConfigError,
-    accelerate_config,
-    write_accelerate_config,
-)
 from runtime.train.launch import LaunchError, PreflightError, launch_stage, preflight, run_launch, stage_command
 from runtime.train.masking import MaskingError, check_masking, mask_report, write_mask_report
 from runtime.train.tiny_moe import CHAT_TEMPLATE, DEFAULT_SPEC, TinyMoeSpecError, build_tiny_moe
@@ -18,13 +12,10 @@ from runtime.train.tiny_moe import CHAT_TEMPLATE, DEFAULT_SPEC, TinyMoeSpecError
 __all__ = [
     "CHAT_TEMPLATE",
     "DEFAULT_SPEC",
-    "PARALLEL_MODES",
-    "AccelerateConfigError",
     "LaunchError",
     "MaskingError",
     "PreflightError",
     "TinyMoeSpecError",
-    "accelerate_config",
     "build_tiny_moe",
     "check_masking",
     "mask_report",
@@ -32,6 +23,5 @@ __all__ = [
     "run_launch",
     "stage_command",
     "launch_stage",
-    "write_accelerate_config",
     "write_mask_report",
 ]

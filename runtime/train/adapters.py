@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
+
+from craftc.atomic import staged_dir
 
 __all__ = ["AdapterError", "read_peft_config", "lora_config", "parameter_counts", "merge_adapter",
            "has_full_weights"]
@@ -71,23 +72,18 @@ def merge_adapter(base_dir: str | os.PathLike, adapter_dir: str | os.PathLike, o
                   tokenizer=None) -> Path:
     """Fold a saved adapter into its base model and save the result to ``out_dir`` atomically.
 
-    Example:
-        >>> merge_adapter("sft/base", "sft/craft/adapter", "sft/craft/final")  # doctest: +SKIP
-        PosixPath('sft/craft/final')
+    Example (not run here: needs a trained adapter and its base model)::
+
+        merge_adapter("sft/base", "sft/craft/adapter", "sft/craft/final")   # -> Path("sft/craft/final")
     """
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    out = Path(out_dir)
-    tmp = out.with_name(f".{out.name}.merging")
-    if tmp.exists():
-        shutil.rmtree(tmp)
     base = AutoModelForCausalLM.from_pretrained(str(base_dir), local_files_only=True)
     merged = PeftModel.from_pretrained(base, str(adapter_dir), local_files_only=True).merge_and_unload()
-    merged.save_pretrained(str(tmp))
-    if tokenizer is not None:
-        tokenizer.save_pretrained(str(tmp))
-    if out.exists():
-        shutil.rmtree(out)
-    os.replace(tmp, out)
-    return out
+    # Atomic: the trainers merge into a run dir that a launch by hand writes directly.
+    with staged_dir(out_dir) as tmp:
+        merged.save_pretrained(str(tmp))
+        if tokenizer is not None:
+            tokenizer.save_pretrained(str(tmp))
+    return Path(out_dir)

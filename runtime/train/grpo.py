@@ -33,14 +33,17 @@ import argparse
 import json
 import os
 import random
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from craftc.atomic import replace_dir, write_atomic
+from runtime.layout import (ADAPTER, API_FACTORY, FINAL, GATE_INSTANCES, GRPO_FINAL, GRPO_STEP_CONFIG, GRPO_SUMMARY,
+                            MANIFEST, SFT_FINAL, TRAIN_INSTANCES, WAREHOUSE)
+
 __all__ = ["GRPOSetupError", "GRPOJob", "build_rows", "make_reward_funcs", "make_rollout_func",
-           "grpo_config", "train_grpo", "measure", "run_grpo", "adopt_grpo_step", "main"]
+           "grpo_config", "train_grpo", "measure", "run_grpo", "adopt_grpo_step", "write_train_instances", "main"]
 
 
 class GRPOSetupError(ValueError):
@@ -66,7 +69,7 @@ class GRPOJob:
     seed: int
     peft: dict | None = None                      # stages/<stage>/peft_config.json (LoraConfig), if any
     schema: dict | None = None                    # craftc.ir.Schema as JSON, for consistency/judge
-    api_factory: str = "runtime.world.api:WarehouseApi"
+    api_factory: str = API_FACTORY
 
     STEP_KEYS = ("model_dir", "instances", "warehouse", "out_dir")
 
@@ -451,10 +454,8 @@ def _count(names) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def _write_json(path: Path, data) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+def _json_text(data) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
 
 
 def _plot_curves(log_history: list[dict], components: tuple[str, ...], out: Path) -> list[str]:
@@ -561,27 +562,28 @@ def train_grpo(job: GRPOJob) -> dict:
         "adapter": "lora" if peft is not None else None, **counts,
     }
     if trainer.is_world_process_zero():
-        with open(out / "metrics.jsonl.tmp", "w") as fh:
-            for entry in history:
-                fh.write(json.dumps(entry, sort_keys=True) + "\n")
-        os.replace(out / "metrics.jsonl.tmp", out / "metrics.jsonl")
+        # Written atomically: a launch by hand writes straight into the run dir, outside
+        # the runner's staged step dir, and the next `craftc run` adopts what it finds.
+        write_atomic(out / "metrics.jsonl", "".join(json.dumps(entry, sort_keys=True) + "\n" for entry in history))
         tokenizer.save_pretrained(str(tmp))
         # A LoRA stage saved its adapter: keep it, and merge it into `final` (runtime.train.adapters).
-        saved = out / ("adapter" if peft is not None else "final")
-        if saved.exists():
-            shutil.rmtree(saved)
-        os.replace(tmp, saved)
+        saved = replace_dir(tmp, out / (ADAPTER if peft is not None else FINAL))
         if peft is not None:
-            merge_adapter(job.model_dir, saved, out / "final", tokenizer)
+            merge_adapter(job.model_dir, saved, out / FINAL, tokenizer)
         summary["plots"] = _plot_curves(history, spec.components, out)
-        _write_json(out / "grpo_summary.json", summary)
+        write_atomic(out / GRPO_SUMMARY.path, _json_text(summary))
     return summary
 
 
 # ---------------------------------------------------------------- step and CLI
 
 
-STEP_CONFIG = "grpo_config.json"
+def write_train_instances(ctx) -> Path:
+    """The gate's instances of the train split, for the trainer: held-out instances never shape the policy."""
+    all_instances = json.loads(ctx.input(GATE_INSTANCES).read_text())
+    path = ctx.out_dir / TRAIN_INSTANCES.path
+    path.write_text(_json_text([i for i in all_instances if i.get("split", "train") == "train"]))
+    return path
 
 
 def run_grpo(ctx):
@@ -606,28 +608,26 @@ def run_grpo(ctx):
                 "specs/reward.json", "specs/masking.json", f"stages/{stage.name}/trl_config.json",
                 *([f"stages/{stage.name}/peft_config.json"] if stage.lora is not None else [])):
         ctx.artifact(rel)
-    # The gate step keeps every instance with its split; GRPO trains on `train` only,
-    # so held-out instances never shape the policy.
-    all_instances = json.loads((ctx.input_dir("gate") / "instances.json").read_text())
-    _write_json(ctx.out_dir / "train_instances.json", [i for i in all_instances if i.get("split", "train") == "train"])
-    ctx.input_dir("sft")
+    write_train_instances(ctx)
+    ctx.input_dir(SFT_FINAL.step)       # GRPO starts from the sft step's model: that step must have run
     # Paths relative to this config's directory: the run dir can move to another machine.
-    _write_json(ctx.out_dir / STEP_CONFIG, {"model_dir": "../sft/craft/final", "instances": "train_instances.json",
-                                            "warehouse": "../world/warehouse.duckdb", "out_dir": "."})
-    command = launch_stage(ctx, "grpo", stage.name, ctx.out_dir / STEP_CONFIG)
+    (ctx.out_dir / GRPO_STEP_CONFIG.path).write_text(_json_text({
+        "model_dir": SFT_FINAL.relative_to_step("grpo"), "instances": TRAIN_INSTANCES.relative_to_step("grpo"),
+        "warehouse": WAREHOUSE.relative_to_step("grpo"), "out_dir": "."}))
+    command = launch_stage(ctx, "grpo", stage.name, ctx.out_dir / GRPO_STEP_CONFIG.path)
     if not ctx.launch:
         return StepResult(metrics={"launch": "manual", "commands": {"grpo": command}})
     return StepResult(metrics={"launch": "step", "commands": {"grpo": command}, **_summary_metrics(ctx.out_dir)},
-                      outputs=("final", "metrics.jsonl", "grpo_summary.json"))
+                      outputs=(GRPO_FINAL.path, "metrics.jsonl", GRPO_SUMMARY.path))
 
 
 def _summary_metrics(step_dir: Path) -> dict:
     from runtime.step_context import StepError
 
-    path = step_dir / "grpo_summary.json"
-    if not (path.is_file() and (step_dir / "final").is_dir()):
+    path = step_dir / GRPO_SUMMARY.path
+    if not (path.is_file() and (step_dir / GRPO_FINAL.path).is_dir()):
         raise StepError(f"GRPO left no {path.name} and final/ in {step_dir}; run the stage's launch.sh with "
-                        f"{step_dir / STEP_CONFIG} first, or rerun the grpo step")
+                        f"{step_dir / GRPO_STEP_CONFIG.path} first, or rerun the grpo step")
     summary = json.loads(path.read_text())
     return {"steps": summary["steps"], "wall_s": summary["wall_s"], "world_size": summary["world_size"],
             **{f"before_{k}": v for k, v in summary["before"].items() if k in ("total", "exec_success")},
@@ -638,7 +638,7 @@ def _summary_metrics(step_dir: Path) -> dict:
 
 def adopt_grpo_step(ctx, step_dir: Path) -> dict:
     """The metrics of a grpo step prepared with `--no-launch` and trained by hand."""
-    manifest = json.loads((step_dir / "manifest.json").read_text(encoding="utf-8"))
+    manifest = json.loads((step_dir / MANIFEST).read_text(encoding="utf-8"))
     return {**manifest["metrics"], **_summary_metrics(step_dir)}
 
 

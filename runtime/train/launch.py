@@ -118,7 +118,8 @@ def _check_devices(stage: dict) -> list[str]:
     errors = []
     if have < gpus:
         errors.append(f"parallel `{parallel}` asks for {gpus} GPU(s) per node but {have} CUDA device(s) are visible: "
-                      "lower `gpus`, fix CUDA_VISIBLE_DEVICES, or use `parallel cpu`/`ddp_cpu` in this profile")
+                      "lower `gpus`, fix CUDA_VISIBLE_DEVICES, or train on CPU in this profile "
+                      "(`gpus 0` with `parallel none` or `ddp`)")
     if parallel == "zero3" and importlib.util.find_spec("deepspeed") is None:
         errors.append("parallel `zero3` needs DeepSpeed: `pip install 'trl[deepspeed]'` (or pick `fsdp2`)")
     return errors

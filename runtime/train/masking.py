@@ -15,10 +15,11 @@ Attribution uses character offsets: the template is prefix-preserving, so render
 `messages[:i+1]` gives the exact end of message `i` in the full text, and the fast
 tokenizer's offset mapping places every token in one message.
 
-Example:
-    >>> report = mask_report(tok, dataset, n_samples=16, seed=0)  # doctest: +SKIP
-    >>> check_masking(report)                                     # doctest: +SKIP
-    >>> write_mask_report(report, "runs/x/sft")                   # doctest: +SKIP
+Example (not run here: needs a tokenizer with the chat template and a dataset)::
+
+    report = mask_report(tok, dataset, n_samples=16, seed=0)
+    check_masking(report)                       # raises MaskingError on a trained tool token
+    write_mask_report(report, "runs/x/sft")
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from __future__ import annotations
 import json
 import os
 import random
-import tempfile
 from pathlib import Path
+
+from craftc.atomic import write_atomic
 
 __all__ = [
     "MaskingError",
@@ -275,13 +277,6 @@ def _markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 def write_mask_report(report: dict, out_dir: str | os.PathLike) -> tuple[Path, Path]:
     """Write `mask_report.json` and `mask_report.md` into `out_dir` atomically.
 
@@ -291,6 +286,6 @@ def write_mask_report(report: dict, out_dir: str | os.PathLike) -> tuple[Path, P
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out / "mask_report.json", out / "mask_report.md"
-    _write_atomic(json_path, json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-    _write_atomic(md_path, _markdown(report))
+    write_atomic(json_path, json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    write_atomic(md_path, _markdown(report))
     return json_path, md_path

@@ -9,7 +9,6 @@ float32 (it needs the `gguf` package: `make setup-pretrained`).
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
 from pathlib import Path
 
@@ -61,16 +60,19 @@ def use_chatml_training_template(tokenizer) -> bool:
 
 
 def convert_gguf(gguf_file: Path, out_dir: Path) -> Path:
-    """De-quantize a `.gguf` model and its tokenizer into a model directory (written atomically)."""
+    """De-quantize a `.gguf` model and its tokenizer into a model directory (an existing one is replaced).
+
+    The sft step converts inside its staged step dir (runtime.runner), so a crash leaves
+    no half model in a run dir.
+    """
     if importlib.util.find_spec("gguf") is None:
         raise GGUFError("reading a .gguf model needs the `gguf` package: `pip install gguf` "
                         "(or `make setup-pretrained`)")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out_dir = Path(out_dir)
-    tmp = out_dir.with_name(f".{out_dir.name}.tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
     tokenizer = AutoTokenizer.from_pretrained(str(gguf_file.parent), gguf_file=gguf_file.name)
     use_chatml_training_template(tokenizer)
     model = AutoModelForCausalLM.from_pretrained(str(gguf_file.parent), gguf_file=gguf_file.name)
@@ -79,9 +81,6 @@ def convert_gguf(gguf_file: Path, out_dir: Path) -> Path:
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    model.save_pretrained(str(tmp))
-    tokenizer.save_pretrained(str(tmp))
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    os.replace(tmp, out_dir)
+    model.save_pretrained(str(out_dir))
+    tokenizer.save_pretrained(str(out_dir))
     return out_dir

@@ -10,8 +10,9 @@ Shape (setup / train / cleanup, as in torchtune recipes):
    fail fast if any tool-output token would be trained;
 3. train with `SFTConfig(**trl_config)` exactly as compiled (resuming from the last
    `checkpoint-*` in `out_dir` if there is one);
-4. save `out_dir/final` (model + tokenizer) atomically, `metrics.jsonl`, `loss.png`
-   and `sft_summary.json`.
+4. save `out_dir/final` (model + tokenizer), `metrics.jsonl`, `loss.png` and
+   `sft_summary.json`, each atomically: a launch by hand (docs/training.md) writes
+   straight into the run dir, outside the runner's staged step dir.
 
 With `stages/<stage>/peft_config.json` in the plan (a `lora { ... }` stage) the model
 is wrapped in that LoRA adapter: only the adapter trains and checkpoints, it is saved to
@@ -33,10 +34,11 @@ import math
 import os
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+from craftc.atomic import open_atomic, replace_dir, write_atomic
+from runtime.layout import ADAPTER, FINAL, SFT_SUMMARY
 from runtime.tracking import use_tracker_dir
 from runtime.train.adapters import AdapterError, lora_config, merge_adapter, parameter_counts, read_peft_config
 from runtime.train.masking import check_masking, labels_for, mask_report, write_mask_report
@@ -160,11 +162,7 @@ def _is_main_process() -> bool:
 
 
 def _write_metrics(log_history: list[dict], out: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".metrics.", dir=out)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        for entry in log_history:
-            f.write(json.dumps(entry, sort_keys=True) + "\n")
-    os.replace(tmp, out / "metrics.jsonl")
+    write_atomic(out / "metrics.jsonl", "".join(json.dumps(entry, sort_keys=True) + "\n" for entry in log_history))
 
 
 def _plot_loss(log_history: list[dict], out: Path) -> Path | None:
@@ -180,16 +178,17 @@ def _plot_loss(log_history: list[dict], out: Path) -> Path | None:
     ax.plot(*zip(*points), marker=".")
     ax.set(xlabel="step", ylabel="train loss", title="Stage I SFT")
     ax.grid(alpha=0.3)
-    fd, tmp = tempfile.mkstemp(prefix=".loss.", suffix=".png", dir=out)
-    os.close(fd)
-    fig.savefig(tmp, dpi=100)
+    with open_atomic(out / "loss.png", "wb") as fh:
+        fig.savefig(fh, format="png", dpi=100)
     plt.close(fig)
-    os.replace(tmp, out / "loss.png")
     return out / "loss.png"
 
 
-def _save_final(trainer, tokenizer, out: Path, name: str = "final") -> Path:
-    """Save model (or adapter) + tokenizer to `out/<name>` through a temporary dir and a rename."""
+def _save_final(trainer, tokenizer, out: Path, name: str = FINAL) -> Path:
+    """Save model (or adapter) + tokenizer to `out/<name>` through a temporary dir and a rename.
+
+    Every rank writes into the same staging dir (so its name is fixed), rank 0 renames it.
+    """
     tmp = out / f".{name}.tmp"
     if trainer.is_world_process_zero() and tmp.exists():
         shutil.rmtree(tmp)
@@ -197,10 +196,7 @@ def _save_final(trainer, tokenizer, out: Path, name: str = "final") -> Path:
     trainer.save_model(str(tmp))
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(str(tmp))
-        final = out / name
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
+        replace_dir(tmp, out / name)
     return out / name
 
 
@@ -268,9 +264,9 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
     if peft is None:
         _save_final(trainer, tokenizer, out)
     else:
-        _save_final(trainer, tokenizer, out, "adapter")
+        _save_final(trainer, tokenizer, out, ADAPTER)
         if trainer.is_world_process_zero():
-            merge_adapter(model_dir, out / "adapter", out / "final", tokenizer)
+            merge_adapter(model_dir, out / ADAPTER, out / FINAL, tokenizer)
 
     history = trainer.state.log_history
     losses = [e["loss"] for e in history if "loss" in e]
@@ -284,18 +280,15 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         "num_tokens": int(tokens),
         "tokens_per_s": round(tokens / wall, 1) if tokens and wall > 0 else None,
         "resumed_from": Path(resume).name if resume else None,
-        "final_dir": "final",
+        "final_dir": FINAL,
         "adapter": "lora" if peft is not None else None,
-        "adapter_dir": "adapter" if peft is not None else None,
+        "adapter_dir": ADAPTER if peft is not None else None,
         **counts,
     }
     if trainer.is_world_process_zero():
         _write_metrics(history, out)
         _plot_loss(history, out)
-        fd, tmp = tempfile.mkstemp(prefix=".sft_summary.", dir=out)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(summary, f, indent=2, sort_keys=True)
-        os.replace(tmp, out / "sft_summary.json")
+        write_atomic(out / SFT_SUMMARY, json.dumps(summary, indent=2, sort_keys=True))
     if losses and not all(math.isfinite(x) for x in losses):
         raise RuntimeError(f"SFT loss became non-finite ({losses[-1]}); lower `lr` (now {args.learning_rate})")
     return summary

@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 from craftc.ir import ModelSpec, Stage
+from runtime.layout import CORPUS, DATASET_DIR, FINAL, MANIFEST, SFT_ARMS, SFT_BASE, SFT_SUMMARY, sft_final
 from runtime.step_context import StepContext, StepError, StepResult
 from runtime.tracking import run_name
 from runtime.train.stages import sft_stage
@@ -26,7 +27,7 @@ from runtime.train.stages import sft_stage
 __all__ = ["run_sft_step", "adopt_sft_step", "base_model_dir", "planned_tokens", "token_matched_steps",
            "arm_max_length"]
 
-ARMS = (("craft", "stripped"), ("stuffed", "stuffed"))
+ARMS = tuple(SFT_ARMS.items())          # (arm, dataset mode)
 
 
 def _model_spec(ctx: StepContext, stage: Stage) -> ModelSpec | None:
@@ -46,14 +47,14 @@ def base_model_dir(ctx: StepContext, stage: Stage, corpus: Path) -> Path:
         ctx.console.print(f"building tiny_moe base ({spec.hidden} hidden, {spec.layers} layers, "
                           f"{spec.experts} experts) with a tokenizer trained on the recipe corpus")
         sizes = {name: getattr(spec, name) for name in SPEC_FIELDS}
-        return build_tiny_moe(ctx.out_dir / "base", texts, {**sizes, "seed": spec.seed + ctx.seed})
+        return build_tiny_moe(ctx.out_dir / SFT_BASE.path, texts, {**sizes, "seed": spec.seed + ctx.seed})
     if spec.source == "gguf":
         from runtime.train.pretrained import GGUFError, convert_gguf, resolve_gguf
 
         try:
             gguf_file = resolve_gguf(spec.path or spec.name)
             ctx.console.print(f"converting {gguf_file.name} into a model directory (once per run dir)")
-            return convert_gguf(gguf_file, ctx.out_dir / "base")
+            return convert_gguf(gguf_file, ctx.out_dir / SFT_BASE.path)
         except GGUFError as exc:
             raise StepError(str(exc)) from None
     path = Path(spec.path or spec.name)
@@ -123,8 +124,8 @@ def run_sft_step(ctx: StepContext) -> StepResult:
     from runtime.train.launch import PreflightError, launch_stage, preflight
 
     stage = sft_stage(ctx.plan.recipe)
-    data_dir = ctx.input_dir("dataset") / "dataset"
-    model_dir = base_model_dir(ctx, stage, data_dir / "corpus.txt")
+    data_dir = ctx.input(DATASET_DIR)
+    model_dir = base_model_dir(ctx, stage, ctx.input(CORPUS))
     trl_kwargs = json.loads(ctx.artifact(f"stages/{stage.name}/trl_config.json").read_text(encoding="utf-8"))
     ctx.artifact("specs/masking.json")               # read by the trainer, which the step launches
     if stage.lora is not None:
@@ -137,7 +138,7 @@ def run_sft_step(ctx: StepContext) -> StepResult:
             raise StepError(f"stage `{stage.name}` cannot train on this machine: {exc}; or prepare it with "
                             "`craftc run --no-launch` and run its launch.sh where it can") from None
 
-    metrics: dict = {"base_model": "base" if model_dir.is_relative_to(ctx.out_dir) else stage.base,
+    metrics: dict = {"base_model": SFT_BASE.path if model_dir.is_relative_to(ctx.out_dir) else stage.base,
                      "launch": "step" if ctx.launch else "manual"}
     context = _model_spec(ctx, stage).context
     lengths = {mode: example_lengths(model_dir, data_dir / mode) for _, mode in ARMS}
@@ -171,12 +172,12 @@ def run_sft_step(ctx: StepContext) -> StepResult:
         metrics["commands"][arm] = launch_stage(ctx, "sft", stage.name, config_path)
         if ctx.launch:
             metrics[arm] = _arm_summary(ctx, ctx.out_dir, arm)
-    return StepResult(metrics=metrics, outputs=("craft/final", "stuffed/final") if ctx.launch else ())
+    return StepResult(metrics=metrics, outputs=tuple(sft_final(arm).path for arm, _ in ARMS) if ctx.launch else ())
 
 
 def _arm_summary(ctx: StepContext, step_dir: Path, arm: str) -> dict:
-    summary_path = step_dir / arm / "sft_summary.json"
-    if not (summary_path.is_file() and (step_dir / arm / "final").is_dir()):
+    summary_path = step_dir / arm / SFT_SUMMARY
+    if not (summary_path.is_file() and (step_dir / arm / FINAL).is_dir()):
         raise StepError(f"SFT of the `{arm}` arm has no {summary_path.name} and final/ in {step_dir / arm}; "
                         f"run `bash {ctx.plan_dir}/stages/<stage>/launch.sh {step_dir}/{arm}_config.json`, "
                         f"or rerun `craftc run {ctx.plan_dir} --only sft`")
@@ -185,5 +186,5 @@ def _arm_summary(ctx: StepContext, step_dir: Path, arm: str) -> dict:
 
 def adopt_sft_step(ctx: StepContext, step_dir: Path) -> dict:
     """The metrics of an sft step prepared with `--no-launch` and trained by hand."""
-    manifest = json.loads((step_dir / "manifest.json").read_text(encoding="utf-8"))
+    manifest = json.loads((step_dir / MANIFEST).read_text(encoding="utf-8"))
     return {**manifest["metrics"], **{arm: _arm_summary(ctx, step_dir, arm) for arm, _ in ARMS}}

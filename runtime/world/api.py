@@ -6,9 +6,10 @@ in the schema spec changes the binding and nothing the agent wrote. Mistakes com
 back as :class:`ApiError` subclasses whose message names the closest valid name,
 because a model repairs its code from that message.
 
-Example:
-    >>> api = connect("runs/ads/world/warehouse.duckdb")      # doctest: +SKIP
-    >>> api.query("SELECT name FROM campaign WHERE status = ?", ["enabled"])  # doctest: +SKIP
+Example (not run here: needs the warehouse a world step built)::
+
+    api = connect("runs/ads/world/warehouse.duckdb")
+    api.query("SELECT name FROM campaign WHERE status = ?", ["enabled"])   # a DataFrame
 """
 
 from __future__ import annotations

@@ -11,8 +11,9 @@ Every entity and every field draws from its own random stream, seeded by
 leaves the other columns' values unchanged. Entities and fields the domain does not
 know get generic values by type, so any schema generates.
 
-Example:
-    >>> counts = generate_warehouse(schema, "warehouse.duckdb", seed=7, scale=1.0)  # doctest: +SKIP
+Example (not run here: needs a schema IR, e.g. a loaded recipe's ``recipe.schema_``)::
+
+    counts = generate_warehouse(schema, "warehouse.duckdb", seed=7, scale=1.0)   # rows per entity
 """
 
 from __future__ import annotations
@@ -162,7 +163,7 @@ def generate_warehouse(schema: Schema, db_path: str | Path, seed: int, scale: fl
 
     Args:
         schema: the Schema IR; names come from it.
-        db_path: the DuckDB file to write; written next to itself and renamed into place.
+        db_path: the DuckDB file to write (an existing one is removed first).
         seed: the random seed.
         scale: size knob; 1.0 gives about 30k daily stat rows, fact rows grow linearly.
         binding_sql: the logical binding to apply; when None the views are not created.
@@ -172,11 +173,12 @@ def generate_warehouse(schema: Schema, db_path: str | Path, seed: int, scale: fl
     """
     from runtime.world.binding import apply_binding
 
+    # The world step writes into the directory the runner stages (runtime.runner), so the
+    # file needs no staging of its own; an old file is replaced, never extended.
     path = Path(db_path)
-    partial = path.with_name(path.name + ".partial")
-    partial.unlink(missing_ok=True)
+    path.unlink(missing_ok=True)
     frames = generate_frames(schema, seed, scale)
-    con = duckdb.connect(str(partial), config={"threads": min(4, os.cpu_count() or 1)})
+    con = duckdb.connect(str(path), config={"threads": min(4, os.cpu_count() or 1)})
     try:
         write_physical(con, schema, frames)
         if binding_sql is not None:
@@ -184,5 +186,4 @@ def generate_warehouse(schema: Schema, db_path: str | Path, seed: int, scale: fl
         con.execute("CHECKPOINT")
     finally:
         con.close()
-    os.replace(partial, path)
     return {e.name: len(frames[e.name]) for e in schema.entities}

@@ -16,15 +16,14 @@ from pathlib import Path
 
 import duckdb
 
+from runtime.layout import WAREHOUSE, WORLD_PROFILE
 from runtime.step_context import StepContext, StepError, StepResult
 from runtime.world.binding import apply_binding, logical_data_hash
 from runtime.world.generate import generate_warehouse
 from runtime.world.profile import data_profile
 
-__all__ = ["run_world", "WAREHOUSE_FILE", "PROFILE_FILE"]
+__all__ = ["run_world"]
 
-WAREHOUSE_FILE = "warehouse.duckdb"
-PROFILE_FILE = "profile.json"
 SOURCE_FILE = "source.json"      # written by `craftc compile` next to plan.json (craftc.emit.compile)
 
 
@@ -68,16 +67,14 @@ def bind_existing(schema, source: Path, db_path: Path, sql: str) -> dict[str, in
     if not source.is_file():
         raise StepError(f"existing warehouse `{source}` not found (a `warehouse \"...\"` path is relative to "
                         "the recipe file); fix the path in the recipe and recompile, or build the warehouse there")
-    partial = db_path.with_name(db_path.name + ".partial")
-    shutil.copyfile(source, partial)
-    con = duckdb.connect(str(partial))
+    shutil.copyfile(source, db_path)
+    con = duckdb.connect(str(db_path))
     try:
         apply_binding(con, schema, sql)
         counts = {e.name: con.execute(f'SELECT count(*) FROM "{e.view}"').fetchall()[0][0]
                   for e in schema.entities}
     finally:
         con.close()
-    os.replace(partial, db_path)
     return counts
 
 
@@ -86,7 +83,7 @@ def run_world(ctx: StepContext) -> StepResult:
     recipe = ctx.plan.recipe
     sql, binding_source = _binding_sql(ctx)
     started = time.perf_counter()
-    db_path = ctx.out_dir / WAREHOUSE_FILE
+    db_path = ctx.out_dir / WAREHOUSE.path
     source = existing_warehouse(recipe, ctx.plan_dir)
     try:
         if source is not None:
@@ -104,9 +101,7 @@ def run_world(ctx: StepContext) -> StepResult:
     finally:
         con.close()
     profile = data_profile(db_path)
-    partial = ctx.out_dir / (PROFILE_FILE + ".partial")
-    partial.write_text(json.dumps(profile, indent=2, sort_keys=True) + "\n")
-    os.replace(partial, ctx.out_dir / PROFILE_FILE)
+    (ctx.out_dir / WORLD_PROFILE.path).write_text(json.dumps(profile, indent=2, sort_keys=True) + "\n")
     fact_rows = max(counts.values()) if counts else 0
     ctx.console.print(f"world: {sum(counts.values()):,} rows in {len(counts)} entities, {build_s:.1f}s")
     return StepResult(
@@ -115,5 +110,5 @@ def run_world(ctx: StepContext) -> StepResult:
                  "largest_entity_rows": fact_rows, "logical_data_hash": data_hash,
                  "binding_source": binding_source, "seed": recipe.seed, "scale": recipe.scale,
                  "warehouse": "existing" if source is not None else "generated"},
-        outputs=(WAREHOUSE_FILE, PROFILE_FILE),
+        outputs=(WAREHOUSE.path, WORLD_PROFILE.path),
     )

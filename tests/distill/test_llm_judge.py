@@ -156,7 +156,8 @@ def test_the_judge_asks_a_real_transformers_server_and_counts_its_replies(served
     from craftc.ir import Teacher
     from runtime.distill.gates import sandbox_limits
     from runtime.distill.judges import JudgeEnsemble
-    from runtime.distill.step import API_FACTORY, gate_candidates
+    from runtime.distill.step import gate_candidates
+    from runtime.layout import API_FACTORY
     from runtime.distill.funnel import build_funnel
     from runtime.sandbox import SandboxPool
 

@@ -62,7 +62,8 @@ def test_synthetic_teacher_is_deterministic_and_labels_noise():
 def test_openai_teacher_distills_against_a_real_server(served_model, compiled):
     from runtime.distill.funnel import build_funnel
     from runtime.distill.gates import sandbox_limits
-    from runtime.distill.step import API_FACTORY, gate_candidates
+    from runtime.distill.step import gate_candidates
+    from runtime.layout import API_FACTORY
     from runtime.sandbox import SandboxPool
 
     model, url = served_model

@@ -10,7 +10,6 @@ from accelerate.commands.config.config_args import ClusterConfig
 
 from craftc.emit.stages import accelerate_mode, accelerate_yaml, trl_config, world_size
 from craftc.ir import STAGE_MODELS, ModelSpec, StageBase
-from runtime.train.accelerate_configs import accelerate_config
 
 
 def stage_with(kind: str = "sft", **settings) -> StageBase:
@@ -50,23 +49,39 @@ def test_cluster_kwargs_are_all_real_trl_fields(recipe):
     assert trl_config(recipe, grpo)["use_vllm"] is True
 
 
-# (stage settings, the runtime helper's arguments for the same setup)
-SETUPS = [
-    (dict(), dict(parallel="cpu")),
-    (dict(parallel="ddp", gpus=4, mixed_precision="bf16"), dict(parallel="ddp", gpus=4)),
-    (dict(parallel="fsdp2", gpus=8, mixed_precision="bf16"), dict(parallel="fsdp2", gpus=8)),
-    (dict(parallel="zero3", gpus=8, mixed_precision="bf16"), dict(parallel="zero3", gpus=8)),
-    (dict(parallel="ddp", gpus=0, processes=2), dict(parallel="ddp_cpu", gpus=2)),
-]
+# (stage settings, what accelerate's loader must read from the emitted file:
+#  distributed type, processes, use_cpu, mixed precision)
+SETUPS = {
+    "cpu": (dict(), ("NO", 1, True, "no")),
+    "single_gpu": (dict(gpus=1, mixed_precision="bf16"), ("NO", 1, False, "bf16")),
+    "multi_cpu": (dict(parallel="ddp", gpus=0, processes=2), ("MULTI_GPU", 2, True, "no")),
+    "ddp": (dict(parallel="ddp", gpus=4, mixed_precision="bf16"), ("MULTI_GPU", 4, False, "bf16")),
+    "fsdp2": (dict(parallel="fsdp2", gpus=8, mixed_precision="bf16"), ("FSDP", 8, False, "bf16")),
+    "zero3": (dict(parallel="zero3", gpus=8, mixed_precision="bf16"), ("DEEPSPEED", 8, False, "bf16")),
+}
 
 
-@pytest.mark.parametrize("settings,runtime_args", SETUPS, ids=["cpu", "ddp", "fsdp2", "zero3", "ddp_cpu"])
-def test_accelerate_yaml_loads_with_accelerate_and_matches_the_runtime_helper(tmp_path, recipe, settings,
-                                                                               runtime_args):
+@pytest.mark.parametrize("mode", SETUPS)
+def test_each_mode_s_accelerate_yaml_loads_with_accelerate_as_intended(tmp_path, recipe, mode):
+    settings, (distributed, processes, use_cpu, precision) = SETUPS[mode]
+    stage = stage_with(**settings)
+    assert accelerate_mode(stage) == mode
     path = tmp_path / "accelerate.yaml"
-    path.write_text(accelerate_yaml(recipe, stage_with(**settings)))
-    ClusterConfig.from_yaml_file(str(path))          # accelerate's own loader: unknown keys raise
-    assert yaml.safe_load(path.read_text()) == accelerate_config(**runtime_args)
+    path.write_text(accelerate_yaml(recipe, stage))
+    loaded = ClusterConfig.from_yaml_file(str(path))          # accelerate's own loader: unknown keys raise
+    assert (loaded.distributed_type, loaded.num_processes, loaded.use_cpu, loaded.mixed_precision) == \
+        (distributed, processes, use_cpu, precision)
+    assert loaded.num_machines == 1 and loaded.machine_rank == 0
+    assert (loaded.gpu_ids == "all") == (mode == "ddp")
+
+
+def test_fsdp2_wraps_each_decoder_layer_and_saves_a_full_state_dict(tmp_path, recipe):
+    path = tmp_path / "accelerate.yaml"
+    path.write_text(accelerate_yaml(recipe, stage_with(parallel="fsdp2", gpus=8, mixed_precision="bf16")))
+    fsdp = ClusterConfig.from_yaml_file(str(path)).fsdp_config
+    assert fsdp["fsdp_version"] == 2 and fsdp["fsdp_auto_wrap_policy"] == "TRANSFORMER_BASED_WRAP"
+    assert fsdp["fsdp_transformer_layer_cls_to_wrap"] == "Qwen3MoeDecoderLayer"
+    assert fsdp["fsdp_state_dict_type"] == "FULL_STATE_DICT"     # so final/ is an ordinary model dir
 
 
 def test_multi_node_zero3_keeps_the_moe_block_whole_and_counts_every_process(tmp_path, recipe):

@@ -16,9 +16,9 @@ import shlex
 
 import yaml
 
-__all__ = ["VERL_STEP_CONFIG", "run_verl_step", "visible_gpus"]
+from runtime.layout import API_FACTORY, GRPO_STEP_CONFIG, SFT_FINAL, WAREHOUSE
 
-VERL_STEP_CONFIG = "grpo_config.json"
+__all__ = ["run_verl_step", "visible_gpus"]
 _STAGE_FILES = ("verl_overrides.txt", "tool_config.yaml", "agent_loop.yaml", "reward.py", "rl_data.json")
 
 
@@ -58,6 +58,7 @@ def _write_rows(ctx, stage, spec: dict) -> int:
     from craftc.ir import BlockFormat
     from runtime.agent import TurnWording, load_tasks
     from runtime.sandbox import SandboxLimits, SandboxPool
+    from runtime.train.grpo import write_train_instances
     from runtime.train.verl.data import rl_rows, write_parquet
 
     builder = json.loads(ctx.artifact("specs/input_builder.json").read_text(encoding="utf-8"))
@@ -65,13 +66,10 @@ def _write_rows(ctx, stage, spec: dict) -> int:
         encoding="utf-8")
     wording = TurnWording.from_file(ctx.artifact(builder["turn_template"]))
     ctx.artifact("specs/reward.json")          # read by the reward module on the cluster (scoring.plan_context)
-    instances = json.loads((ctx.input_dir("gate") / "instances.json").read_text())
-    (ctx.out_dir / "train_instances.json").write_text(
-        json.dumps([i for i in instances if i.get("split", "train") == "train"], indent=2, sort_keys=True))
-    tasks = load_tasks(ctx.out_dir / "train_instances.json")
+    tasks = load_tasks(write_train_instances(ctx))
     gate = ctx.plan.recipe.gates.execution
     limits = SandboxLimits(secret_env=tuple(gate.secret_env))
-    with SandboxPool(gate.workers, ctx.input_dir("world") / "warehouse.duckdb", limits) as sandbox:
+    with SandboxPool(gate.workers, ctx.input(WAREHOUSE), limits, API_FACTORY) as sandbox:
         rows = rl_rows(tasks, system_prompt, wording, BlockFormat(**builder["format"]), sandbox, spec)
     write_parquet(rows, ctx.out_dir / "train.parquet")
     return len(rows)
@@ -85,7 +83,7 @@ def run_verl_step(ctx):
 
     stage = grpo_stage(ctx.plan.recipe)
     script = ctx.artifact(f"stages/{stage.name}/launch.sh")
-    final_config = ctx.run_dir / "grpo" / VERL_STEP_CONFIG
+    final_config = GRPO_STEP_CONFIG.under(ctx.run_dir)
     by_hand = shlex.join(stage_command(script, final_config))
     if ctx.launch and visible_gpus() == 0:
         raise StepError(f"stage `{stage.name}` trains with engine verl, which needs GPUs and this machine has none: "
@@ -93,14 +91,14 @@ def run_verl_step(ctx):
                         f"(RL parquet, step config, tool and reward files checked), then on the cluster, in an "
                         f"environment with verl[{stage.rollout}]==0.9.1 and craft, run `{by_hand}`")
     spec = _read_stage_files(ctx, stage)
-    ctx.input_dir("sft")
+    ctx.input_dir(SFT_FINAL.step)       # GRPO starts from the sft step's model: that step must have run
     rows = _write_rows(ctx, stage, spec)
-    (ctx.out_dir / VERL_STEP_CONFIG).write_text(json.dumps(
-        {"model_dir": "../sft/craft/final", "train_files": "train.parquet", "warehouse": "../world/warehouse.duckdb",
-         "out_dir": "."}, indent=2, sort_keys=True) + "\n")
+    (ctx.out_dir / GRPO_STEP_CONFIG.path).write_text(json.dumps(
+        {"model_dir": SFT_FINAL.relative_to_step("grpo"), "train_files": "train.parquet",
+         "warehouse": WAREHOUSE.relative_to_step("grpo"), "out_dir": "."}, indent=2, sort_keys=True) + "\n")
     metrics = {"engine": "verl", "rl_rows": rows, "commands": {"grpo": stage_command(script, final_config)}}
     if not ctx.launch:
         ctx.console.print(f"launch by hand on the cluster: {by_hand}")
-        return StepResult(metrics={**metrics, "launch": "manual"}, outputs=("train.parquet", VERL_STEP_CONFIG))
-    run_launch(stage_command(script, ctx.out_dir / VERL_STEP_CONFIG), env=launch_env())
-    return StepResult(metrics={**metrics, "launch": "step"}, outputs=("train.parquet", VERL_STEP_CONFIG))
+        return StepResult(metrics={**metrics, "launch": "manual"}, outputs=("train.parquet", GRPO_STEP_CONFIG.path))
+    run_launch(stage_command(script, ctx.out_dir / GRPO_STEP_CONFIG.path), env=launch_env())
+    return StepResult(metrics={**metrics, "launch": "step"}, outputs=("train.parquet", GRPO_STEP_CONFIG.path))
