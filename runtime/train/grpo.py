@@ -39,11 +39,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from craftc.atomic import replace_dir, write_atomic
-from runtime.layout import (ADAPTER, API_FACTORY, FINAL, GATE_INSTANCES, GRPO_FINAL, GRPO_STEP_CONFIG, GRPO_SUMMARY,
+from runtime.layout import (ADAPTER, API_FACTORY, FINAL, GRPO_FINAL, GRPO_STEP_CONFIG, GRPO_SUMMARY,
                             MANIFEST, SFT_FINAL, TRAIN_INSTANCES, WAREHOUSE)
+from runtime.train.train_split import write_train_instances
 
 __all__ = ["GRPOSetupError", "GRPOJob", "build_rows", "make_reward_funcs", "make_rollout_func",
-           "grpo_config", "train_grpo", "measure", "run_grpo", "adopt_grpo_step", "write_train_instances", "main"]
+           "grpo_config", "train_grpo", "measure", "run_grpo", "adopt_grpo_step", "main"]
 
 
 class GRPOSetupError(ValueError):
@@ -576,14 +577,6 @@ def train_grpo(job: GRPOJob) -> dict:
 
 
 # ---------------------------------------------------------------- step and CLI
-
-
-def write_train_instances(ctx) -> Path:
-    """The gate's instances of the train split, for the trainer: held-out instances never shape the policy."""
-    all_instances = json.loads(ctx.input(GATE_INSTANCES).read_text())
-    path = ctx.out_dir / TRAIN_INSTANCES.path
-    path.write_text(_json_text([i for i in all_instances if i.get("split", "train") == "train"]))
-    return path
 
 
 def run_grpo(ctx):

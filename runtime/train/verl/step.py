@@ -58,7 +58,7 @@ def _write_rows(ctx, stage, spec: dict) -> int:
     from craftc.ir import BlockFormat
     from runtime.agent import TurnWording, load_tasks
     from runtime.sandbox import SandboxLimits, SandboxPool
-    from runtime.train.grpo import write_train_instances
+    from runtime.train.train_split import write_train_instances
     from runtime.train.verl.data import rl_rows, write_parquet
 
     builder = json.loads(ctx.artifact("specs/input_builder.json").read_text(encoding="utf-8"))
