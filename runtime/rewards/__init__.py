@@ -10,12 +10,16 @@ from runtime.rewards.outcome import outcome_reward
 from runtime.rewards.process import CodeFindings, inspect_code, process_reward, redundant_joins
 from runtime.rewards.schema_terms import SchemaTerms
 from runtime.rewards.spec import COMPONENTS, RewardSpec, RewardSpecError
-from runtime.rewards.sqlscan import literal_values, parse_queries, sql_strings
+from runtime.rewards.sqlscan import (
+    code_literals, filter_predicates, literal_values, normalise_literal, parse_queries, sql_strings,
+    sql_words,
+)
 from runtime.rewards.total import total
 
 __all__ = [
     "COMPONENTS", "CodeFindings", "RewardSpec", "RewardSpecError", "SchemaTerms", "TurnContext",
-    "code_entities", "consistency_reward", "ddl_leaks", "inspect_code", "judge_reward", "literal_values",
-    "outcome_reward", "params_honoured", "parse_queries", "passes_expectations", "checks_passed_share", "plan_code_agreement",
-    "process_reward", "redundant_joins", "score_turn", "sql_strings", "total",
+    "checks_passed_share", "code_entities", "code_literals", "consistency_reward", "ddl_leaks", "filter_predicates",
+    "inspect_code", "judge_reward", "literal_values", "normalise_literal", "outcome_reward", "params_honoured",
+    "parse_queries", "passes_expectations", "plan_code_agreement", "process_reward", "redundant_joins", "score_turn",
+    "sql_strings", "sql_words", "total",
 ]

@@ -14,7 +14,8 @@ import re
 import sqlglot
 from sqlglot import exp
 
-__all__ = ["sql_strings", "parse_queries", "literal_values"]
+__all__ = ["sql_strings", "parse_queries", "literal_values", "code_literals", "filter_predicates", "sql_words",
+           "normalise_literal"]
 
 _SQL_START = re.compile(r"^\s*(select|with)\b", re.I)
 
@@ -81,6 +82,87 @@ def literal_values(code: str) -> set[str]:
             for lit in where.find_all(exp.Literal):
                 values.add(_norm(lit.this if lit.is_string else lit.this))
     return values
+
+
+def code_literals(code: str) -> set[str]:
+    """Every literal value the code writes, wherever it stands, normalised like ``literal_values``.
+
+    Python string and number constants (query texts themselves excluded) and the SQL
+    literals of every clause (``LIMIT 10`` and ``- 30`` as well as ``WHERE``): the
+    values a parameter can be written as. Code that does not parse gives the empty set.
+
+    Example:
+        >>> sorted(code_literals("result = api.query('SELECT a FROM t LIMIT 10', ['Acme'])"))
+        ['10', 'Acme']
+    """
+    values: set[str] = set()
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return values
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and not isinstance(node.value, bool) and node.value is not None:
+            if isinstance(node.value, (int, float)) or (isinstance(node.value, str) and not _SQL_START.match(node.value)):
+                values.add(_norm(node.value))
+    for query in parse_queries(code):
+        for lit in query.find_all(exp.Literal):
+            values.add(_norm(lit.this))
+    return values
+
+
+def filter_predicates(code: str) -> int:
+    """How many comparisons (``=``, ``>``, ``IN``, ``BETWEEN``, ``LIKE``, ...) the code's
+    queries make inside ``WHERE`` and ``HAVING``: a coarse count of its filters.
+
+    Example:
+        >>> filter_predicates('api.query("SELECT a FROM t WHERE b = 1 AND c > 3")')
+        2
+    """
+    count = 0
+    for query in parse_queries(code):
+        for clause in query.find_all(exp.Where, exp.Having):
+            count += sum(1 for _ in clause.find_all(exp.Predicate))
+    return count
+
+
+def sql_words(code: str) -> set[str]:
+    """The identifier and keyword tokens of the code's queries, lower-cased.
+
+    Literals, placeholders and punctuation are left out, and so are one-letter
+    tokens (table aliases such as ``c`` or ``s`` differ between authors): what is
+    left says which tables, columns, functions and clauses a query uses.
+
+    Example:
+        >>> sorted(sql_words("api.query('SELECT c.name, sum(s.clicks) FROM campaign c WHERE c.id = 3')"))
+        ['campaign', 'clicks', 'from', 'id', 'name', 'select', 'sum', 'where']
+    """
+    from sqlglot.tokens import TokenType
+
+    skip = {TokenType.STRING, TokenType.NUMBER, TokenType.PLACEHOLDER, TokenType.PARAMETER}
+    words: set[str] = set()
+    for text in sql_strings(code):
+        try:
+            tokens = sqlglot.tokenize(text, read="duckdb")
+        except sqlglot.errors.SqlglotError:
+            continue
+        for token in tokens:
+            word = token.text.lower()
+            if token.token_type not in skip and len(word) > 1 and _WORD.match(word):
+                words.add(word)
+    return words
+
+
+_WORD = re.compile(r"^[a-z_][a-z0-9_ ]*$")
+
+
+def normalise_literal(value) -> str:
+    """A literal as ``literal_values`` and ``code_literals`` write it: ``7.0`` -> ``"7"``.
+
+    Example:
+        >>> normalise_literal(7.0), normalise_literal("Acme")
+        ('7', 'Acme')
+    """
+    return _norm(value)
 
 
 def _norm(value) -> str:
