@@ -3,7 +3,7 @@
 import pytest
 
 from runtime.agent import AgentTask, Episode, ExecRecord, ModelCall, UserTurn, run_episodes
-from runtime.eval import discovery_loops, keeps_constraints, required_constraints, summarise, wilson
+from runtime.eval import discovery_loops, keeps_constraints, per_workflow, required_constraints, summarise, wilson
 from runtime.eval.step import evaluate_arm, reference_frames, split_summaries
 from runtime.rewards import SchemaTerms
 from tests.agent.test_loop import Script
@@ -115,3 +115,17 @@ def test_evaluate_arm_with_a_real_tiny_model(sandbox, tiny_model, tmp_path):
     summary = summarise(episodes)
     assert summary["agent_score"]["n"] == 4 and summary["input_tokens"]["value"] > 0
     assert all(e.arm == "sft_only" for e in episodes)
+
+
+def test_agent_score_per_workflow_keeps_each_split_apart():
+    def episode(workflow, split, *passed):
+        return Episode(f"{workflow}-{split}", workflow, split,
+                       turns=[UserTurn(i, "q", final_ok=True, passed=p) for i, p in enumerate(passed)])
+
+    rows = per_workflow([episode("top", "eval_phrasings", True, False), episode("top", "eval_params", True),
+                         episode("top", "eval_params", False), episode("churn", "eval_workflows", False)])
+    assert rows == [
+        {"workflow": "top", "split": "eval_params", "passed": 1, "n": 2, "value": 0.5},
+        {"workflow": "top", "split": "eval_phrasings", "passed": 1, "n": 2, "value": 0.5},
+        {"workflow": "churn", "split": "eval_workflows", "passed": 0, "n": 1, "value": 0.0},
+    ]
