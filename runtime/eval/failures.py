@@ -103,7 +103,9 @@ class ReferenceCatalog:
     def closest_other(self, workflow: str, code: str | None, plan: str | None) -> tuple[str, float, float] | None:
         """``(other workflow, its similarity, the asked workflow's similarity)`` when the
         best other workflow beats every reference of ``workflow`` by ``WORKFLOW_MARGIN``."""
-        words, index = (frozenset(sql_words(code)), 0) if code and sql_words(code) else (_words(plan or ""), 1)
+        words, index = frozenset(sql_words(code or "")), 0
+        if not words:                       # no query to compare: the plan against the reference plans
+            words, index = _words(plan or ""), 1
         if not words or workflow not in self.texts:
             return None
         own = max(_jaccard(words, entry[index]) for entry in self.texts[workflow])
