@@ -182,7 +182,8 @@ def run_eval(ctx):
         references = reference_frames(tasks, sandbox)
         for arm in recipe.eval.arms:
             ctx.console.print(f"eval: arm {arm} on {len(tasks)} instances")
-            with ArmProgress(ctx.console, arm, len(tasks)) as progress:
+            with ArmProgress(ctx.console, arm, len(tasks), sum(len(t.turns) for t in tasks),
+                             builder["max_turns"]) as progress:
                 episodes = evaluate_arm(arm, models[arm](), tasks, references, prompts[arm], sandbox,
                                         fmt, builder["max_turns"], wording, terms, max_new, engine=engine,
                                         catalog=catalog, progress=progress)
