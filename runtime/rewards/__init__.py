@@ -11,15 +11,15 @@ from runtime.rewards.process import CodeFindings, inspect_code, process_reward, 
 from runtime.rewards.schema_terms import SchemaTerms
 from runtime.rewards.spec import COMPONENTS, RewardSpec, RewardSpecError
 from runtime.rewards.sqlscan import (
-    code_literals, filter_predicates, literal_values, normalise_literal, parse_queries, sql_strings,
-    sql_words,
+    code_literals, filter_predicates, group_keys, literal_values, normalise_literal, parse_queries,
+    sql_strings, sql_words,
 )
 from runtime.rewards.total import total
 
 __all__ = [
     "COMPONENTS", "CodeFindings", "RewardSpec", "RewardSpecError", "SchemaTerms", "TurnContext",
     "checks_passed_share", "code_entities", "code_literals", "consistency_reward", "ddl_leaks", "filter_predicates",
-    "inspect_code", "judge_reward", "literal_values", "normalise_literal", "outcome_reward", "params_honoured",
+    "group_keys", "inspect_code", "judge_reward", "literal_values", "normalise_literal", "outcome_reward", "params_honoured",
     "parse_queries", "passes_expectations", "plan_code_agreement", "process_reward", "redundant_joins", "score_turn",
     "sql_strings", "sql_words", "total",
 ]

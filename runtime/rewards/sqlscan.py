@@ -15,7 +15,7 @@ import sqlglot
 from sqlglot import exp
 
 __all__ = ["sql_strings", "parse_queries", "literal_values", "code_literals", "filter_predicates", "sql_words",
-           "normalise_literal"]
+           "group_keys", "normalise_literal"]
 
 _SQL_START = re.compile(r"^\s*(select|with)\b", re.I)
 
@@ -123,6 +123,25 @@ def filter_predicates(code: str) -> int:
         for clause in query.find_all(exp.Where, exp.Having):
             count += sum(1 for _ in clause.find_all(exp.Predicate))
     return count
+
+
+def group_keys(code: str) -> set[str]:
+    """The column names the code's queries group by (``GROUP BY c.name`` gives ``name``).
+
+    Table qualifiers are dropped, so two authors' aliases compare equal; a position
+    (``GROUP BY 1``) stays as written.
+
+    Example:
+        >>> sorted(group_keys("api.query('SELECT c.name, sum(x) FROM t c GROUP BY c.name, c.id')"))
+        ['id', 'name']
+    """
+    keys: set[str] = set()
+    for query in parse_queries(code):
+        for group in query.find_all(exp.Group):
+            for key in group.expressions:
+                columns = list(key.find_all(exp.Column))
+                keys |= {c.name.lower() for c in columns} if columns else {key.sql(dialect="duckdb").lower()}
+    return keys
 
 
 def sql_words(code: str) -> set[str]:
