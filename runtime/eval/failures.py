@@ -9,10 +9,13 @@ The classes, in the order they are tried (the first that applies wins; see
 docs/evaluation.md for the same list):
 
 1. ``answered_another_workflow``: the agent's code (the final code, else the last
-   code it wrote; with no code at all, its first PLAN) is more similar to another
-   workflow's reference than to any reference of the asked workflow, by at least
-   ``WORKFLOW_MARGIN``. Similarity is the Jaccard index of ``sql_words`` (identifier
-   and keyword tokens of the queries) for code, of lower-case words for a plan.
+   code it wrote) is more similar to another workflow's reference code than to any
+   reference of the asked workflow, by at least ``WORKFLOW_MARGIN``. Similarity is
+   the Jaccard index of ``sql_words`` (identifier and keyword tokens of the queries).
+   Plans are not compared: plan wording varies with the phrasing, and sibling
+   workflows' plans read alike (a truncated plan of one scored 0.60 against its
+   sibling's plans and 0.48 against its own), so a turn without a query is judged
+   by the classes below.
 2. ``exec_error``: the turn did not end on a successful execution.
 3. ``empty_result``: the result has no rows while the reference has rows.
 4. ``wrong_parameter``: a param value of the instance that the turn's reference code
@@ -28,7 +31,9 @@ docs/evaluation.md for the same list):
    agent's code, or the columns match, the result has more rows than the reference
    and the agent's queries make fewer ``WHERE``/``HAVING`` comparisons.
 7. ``wrong_grouping``: the columns differ only in dimension (non-numeric) columns, or
-   they match and the row count differs from the reference.
+   they match, the row count differs from the reference and the queries group by
+   other columns than the reference's (``group_keys``). A row count that differs
+   with the same grouping and filters (say, a shifted date window) is ``other``.
 8. ``plan_code_mismatch``: the turn's plan/code consistency is below
    ``CONSISTENCY_THRESHOLD``.
 9. ``other``: a wrong answer of none of the kinds above (e.g. right shape, wrong values).
@@ -41,7 +46,7 @@ from dataclasses import dataclass, field
 
 from runtime.agent import AgentTask, Episode, UserTurn
 from runtime.eval.scoring import keeps_constraints
-from runtime.rewards import code_literals, filter_predicates, literal_values, normalise_literal, sql_words
+from runtime.rewards import code_literals, filter_predicates, group_keys, literal_values, normalise_literal, sql_words
 
 __all__ = ["FAILURE_CLASSES", "CONSISTENCY_THRESHOLD", "WORKFLOW_MARGIN", "ReferenceCatalog", "classify_turn",
            "classify_episode", "failure_summary", "turn_text"]
@@ -58,25 +63,21 @@ CONSISTENCY_THRESHOLD = 0.5
 _PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(w for w in re.findall(r"[a-z][a-z0-9_]+", (text or "").lower()))
-
-
 def _jaccard(a: frozenset, b: frozenset) -> float:
     return len(a & b) / len(a | b) if (a or b) else 0.0
 
 
 @dataclass
 class ReferenceCatalog:
-    """Every workflow's reference texts as token sets: ``workflow -> [(code words, plan words)]``."""
+    """Every workflow's reference code as query-word sets: ``workflow -> [words, ...]``."""
 
-    texts: dict[str, list[tuple[frozenset, frozenset]]] = field(default_factory=dict)
+    texts: dict[str, list[frozenset]] = field(default_factory=dict)
 
-    def add(self, workflow: str, code: str, plan: str = "") -> None:
-        entry = (frozenset(sql_words(code)), _words(plan))
+    def add(self, workflow: str, code: str) -> None:
+        words = frozenset(sql_words(code))
         bucket = self.texts.setdefault(workflow, [])
-        if entry not in bucket:
-            bucket.append(entry)
+        if words and words not in bucket:
+            bucket.append(words)
 
     @classmethod
     def build(cls, tasks: list[AgentTask], solutions: dict[str, list[str]] | None = None) -> "ReferenceCatalog":
@@ -87,33 +88,31 @@ class ReferenceCatalog:
         catalog = cls()
         for task in tasks:
             for turn in task.turns:
-                catalog.add(task.workflow, turn.reference_code, turn.reference_plan)
+                catalog.add(task.workflow, turn.reference_code)
         for workflow, texts in (solutions or {}).items():
             if workflow in catalog.texts:
                 continue
             for text in texts:
                 try:
-                    plan, code = split_solution(text, workflow)
+                    _, code = split_solution(text, workflow)
                 except SolutionError:
                     continue
                 # `${n}` is not Python until rendered; a stand-in literal keeps the query readable.
-                catalog.add(workflow, _PLACEHOLDER.sub("0", code).replace("$$", "$"), _PLACEHOLDER.sub("", plan))
+                catalog.add(workflow, _PLACEHOLDER.sub("0", code).replace("$$", "$"))
         return catalog
 
-    def closest_other(self, workflow: str, code: str | None, plan: str | None) -> tuple[str, float, float] | None:
+    def closest_other(self, workflow: str, code: str | None) -> tuple[str, float, float] | None:
         """``(other workflow, its similarity, the asked workflow's similarity)`` when the
         best other workflow beats every reference of ``workflow`` by ``WORKFLOW_MARGIN``."""
-        words, index = frozenset(sql_words(code or "")), 0
-        if not words:                       # no query to compare: the plan against the reference plans
-            words, index = _words(plan or ""), 1
-        if not words or workflow not in self.texts:
+        words = frozenset(sql_words(code or ""))
+        if not words or not self.texts.get(workflow):
             return None
-        own = max(_jaccard(words, entry[index]) for entry in self.texts[workflow])
+        own = max(_jaccard(words, entry) for entry in self.texts[workflow])
         best, best_wf = -1.0, None
         for other, entries in sorted(self.texts.items()):
-            if other == workflow:
+            if other == workflow or not entries:
                 continue
-            score = max(_jaccard(words, entry[index]) for entry in entries)
+            score = max(_jaccard(words, entry) for entry in entries)
             if score > best:
                 best, best_wf = score, other
         if best_wf is not None and best >= own + WORKFLOW_MARGIN:
@@ -198,7 +197,7 @@ def classify_turn(turn: UserTurn, task: AgentTask, reference=None, catalog: Refe
         return None
     spec = task.turns[turn.index]
     plan, code = turn_text(turn)
-    if catalog is not None and catalog.closest_other(task.workflow, code, plan):
+    if catalog is not None and catalog.closest_other(task.workflow, code):
         return "answered_another_workflow"
     result = _result_shape(turn) if turn.final_ok else None
     if result is None:
@@ -226,7 +225,8 @@ def classify_turn(turn: UserTurn, task: AgentTask, reference=None, catalog: Refe
     if (compared and columns_match and result.rows > ref.rows
             and filter_predicates(code) < filter_predicates(spec.reference_code)):
         return "missing_filter"
-    if dimension or (compared and result.rows != ref.rows):
+    if dimension or (compared and result.rows != ref.rows
+                     and group_keys(code) != group_keys(spec.reference_code)):
         return "wrong_grouping"
     if turn.consistency is not None and turn.consistency < CONSISTENCY_THRESHOLD:
         return "plan_code_mismatch"

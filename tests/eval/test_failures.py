@@ -59,6 +59,12 @@ def test_another_workflows_code_is_named_even_when_it_failed_to_run():
     assert classify(turn(UNPAID, ok=False)) == "answered_another_workflow"
 
 
+def test_a_plan_without_code_is_not_compared_with_other_workflows():
+    # Plans read alike across sibling workflows; with no query the turn simply did not run.
+    no_code = UserTurn(0, TASK.turns[0].ask, [ModelCall(100, "", plan="Total unpaid invoices.")], passed=False)
+    assert classify(no_code) == "exec_error"
+
+
 def test_no_successful_execution_is_an_exec_error():
     assert classify(turn(TOP_CLICKS.format(days=30, n=5).replace("clicks)", "clicks_total)"), ok=False)) \
         == "exec_error"
@@ -101,6 +107,13 @@ def test_the_right_columns_with_another_row_count_is_a_wrong_grouping():
     fewer = pd.DataFrame({"campaign": ["Summer", "Winter"], "clicks": [50, 10]})
     code = TOP_CLICKS.format(days=30, n=5).replace("GROUP BY c.name", "GROUP BY c.name, c.advertiser_id")
     assert classify(turn(code, fewer)) == "wrong_grouping"
+
+
+def test_another_row_count_with_the_same_grouping_and_filters_is_other():
+    # A shifted window: the filters are all there and the grouping is the reference's.
+    more = pd.DataFrame({"campaign": list("abcd"), "clicks": [4, 3, 2, 1]})
+    code = TOP_CLICKS.format(days=30, n=5).replace("s.day > 30", "s.day + 30 > 30")
+    assert classify(turn(code, more)) == "other"
 
 
 def test_another_dimension_column_is_a_wrong_grouping():
