@@ -196,7 +196,7 @@ def classify_turn(turn: UserTurn, task: AgentTask, reference=None, catalog: Refe
     if turn.final_ok and turn.passed:
         return None
     spec = task.turns[turn.index]
-    plan, code = turn_text(turn)
+    _, code = turn_text(turn)
     if catalog is not None and catalog.closest_other(task.workflow, code):
         return "answered_another_workflow"
     result = _result_shape(turn) if turn.final_ok else None
