@@ -44,6 +44,7 @@ __all__ = [
     "PLACEHOLDER", "SQL_CALLS", "SqlString", "QueryFacts", "parse_code", "sql_strings",
     "table_calls", "parse_sql", "sql_error", "query_facts", "code_sql_facts", "parse_queries",
     "literal_values", "redundant_joins", "uses_star",
+    "code_literals", "filter_predicates", "group_keys", "sql_words", "normalise_literal",
 ]
 
 PLACEHOLDER = "__param__"
@@ -320,3 +321,108 @@ def redundant_joins(query: exp.Expression) -> int:
             if not used and qualified and not uses_star(select, name):
                 count += 1
     return count
+
+
+# ---------------------------------------------------------------- what eval's failure classes compare
+
+
+def code_literals(code: str) -> set[str]:
+    """Every literal value the code writes, wherever it stands, normalised like ``literal_values``.
+
+    Python string and number constants (query texts themselves excluded) and the SQL
+    literals of every clause (``LIMIT 10`` and ``- 30`` as well as ``WHERE``): the
+    values a parameter can be written as. Code that does not parse gives the empty set.
+
+    Example:
+        >>> sorted(code_literals("result = api.query('SELECT a FROM t LIMIT 10', ['Acme'])"))
+        ['10', 'Acme']
+    """
+    from sqlglot import exp
+
+    tree = parse_code(code)
+    if tree is None:
+        return set()
+    values: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and not isinstance(node.value, bool) and node.value is not None:
+            if isinstance(node.value, (int, float)) or (isinstance(node.value, str)
+                                                         and not _LOOKS_LIKE_SQL.match(node.value)):
+                values.add(_norm(node.value))
+    for query in parse_queries(code):
+        values |= {_norm(lit.this) for lit in query.find_all(exp.Literal)}
+    return values
+
+
+def filter_predicates(code: str) -> int:
+    """How many comparisons (``=``, ``>``, ``IN``, ``BETWEEN``, ``LIKE``, ...) the code's
+    queries make inside ``WHERE`` and ``HAVING``: a coarse count of its filters.
+
+    Example:
+        >>> filter_predicates('api.query("SELECT a FROM t WHERE b = 1 AND c > 3")')
+        2
+    """
+    from sqlglot import exp
+
+    return sum(1 for query in parse_queries(code) for clause in query.find_all(exp.Where, exp.Having)
+               for _ in clause.find_all(exp.Predicate))
+
+
+def group_keys(code: str) -> set[str]:
+    """The column names the code's queries group by (``GROUP BY c.name`` gives ``name``).
+
+    Table qualifiers are dropped, so two authors' aliases compare equal; a position
+    (``GROUP BY 1``) stays as written.
+
+    Example:
+        >>> sorted(group_keys("api.query('SELECT c.name, sum(x) FROM t c GROUP BY c.name, c.id')"))
+        ['id', 'name']
+    """
+    from sqlglot import exp
+
+    keys: set[str] = set()
+    for query in parse_queries(code):
+        for group in query.find_all(exp.Group):
+            for key in group.expressions:
+                columns = list(key.find_all(exp.Column))
+                keys |= {c.name.lower() for c in columns} if columns else {key.sql(dialect="duckdb").lower()}
+    return keys
+
+
+_WORD = re.compile(r"^[a-z_][a-z0-9_ ]*$")
+
+
+def sql_words(code: str) -> set[str]:
+    """The identifier and keyword tokens of the code's queries, lower-cased.
+
+    Literals, placeholders and punctuation are left out, and so are one-letter
+    tokens (table aliases such as ``c`` or ``s`` differ between authors): what is
+    left says which tables, columns, functions and clauses a query uses.
+
+    Example:
+        >>> sorted(sql_words("api.query('SELECT c.name, sum(s.clicks) FROM campaign c WHERE c.id = 3')"))
+        ['campaign', 'clicks', 'from', 'id', 'name', 'select', 'sum', 'where']
+    """
+    import sqlglot
+    from sqlglot.tokens import TokenType
+
+    skip = {TokenType.STRING, TokenType.NUMBER, TokenType.PLACEHOLDER, TokenType.PARAMETER}
+    words: set[str] = set()
+    for string in sql_strings(code):
+        try:
+            tokens = sqlglot.tokenize(string.sql, read="duckdb")
+        except sqlglot.errors.SqlglotError:
+            continue
+        words |= {t.text.lower() for t in tokens
+                  if t.token_type not in skip and len(t.text) > 1 and _WORD.match(t.text.lower())
+                  and PLACEHOLDER not in t.text}
+    return words
+
+
+def normalise_literal(value) -> str:
+    """A literal as ``literal_values`` and ``code_literals`` write it: ``7.0`` -> ``"7"``.
+
+    Example:
+        >>> normalise_literal(7.0), normalise_literal("Acme")
+        ('7', 'Acme')
+    """
+    return _norm(value)

@@ -82,6 +82,7 @@ class UserTurn:
     passed: bool | None = None          # final result passes the expectations vs the reference
     kept_constraints: bool | None = None  # follow-ups: earlier turns' constraints still in the code
     consistency: float | None = None    # plan/code agreement of the final call, in [0, 1]
+    failure: str | None = None          # evaluation: why the turn failed (runtime/eval/failures.py)
     final_frame: Any = field(default=None, repr=False)  # pandas DataFrame, in memory only
 
 

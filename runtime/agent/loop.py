@@ -104,7 +104,7 @@ def _execute(sandbox, jobs: list[tuple[str, dict]]) -> list:
 def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, fmt=None,
                  max_turns: int = 3, wording: TurnWording | None = None, arm: str = "",
                  on_generation=None, prefixes: list[list[dict]] | None = None,
-                 transcripts: list | None = None, overlap: bool = False) -> list[Episode]:
+                 transcripts: list | None = None, overlap: bool = False, on_episode=None) -> list[Episode]:
     """Run every task's conversation to the end, one batched model call per step.
 
     Args:
@@ -126,6 +126,9 @@ def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, 
         overlap: Split the tasks into two cohorts and generate for one while the other's
             code runs in the sandbox (GRPO rollouts; ``benchmarks/rollout.py`` measures it).
             Each task sees the same steps either way; only the batching differs.
+        on_episode: Optional ``callback(task_index, Episode)``, called once per task as soon
+            as its conversation ends (evaluation scores it there and shows progress).
+            Episodes end in the order the batched steps finish them, not in task order.
 
     Returns:
         One ``Episode`` per task, in order.
@@ -144,8 +147,9 @@ def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, 
         else:
             _start_turn(run, wording)
         runs.append(run)
+    ended = _Ended(runs, on_episode)
     if overlap:
-        _run_overlapped(runs, generate, sandbox, fmt, max_turns, wording, on_generation)
+        _run_overlapped(runs, generate, sandbox, fmt, max_turns, wording, on_generation, ended)
     else:
         while True:
             active = [i for i, run in enumerate(runs) if not run.done]
@@ -154,9 +158,26 @@ def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, 
             waiting, jobs = _generate_step(runs, active, generate, fmt, max_turns, wording, on_generation)
             for (i, call), result in zip(waiting, _execute(sandbox, jobs)):
                 _finish_with_exec(runs[i], call, result, max_turns, wording)
+            ended.report(active)
+    ended.report(range(len(runs)))
     if transcripts is not None:
         transcripts.extend(run.messages for run in runs)
     return [run.episode for run in runs]
+
+
+class _Ended:
+    """Calls ``on_episode`` once for each run that has ended since the last report."""
+
+    def __init__(self, runs: list[_Run], on_episode):
+        self.runs, self.on_episode, self.seen = runs, on_episode, set()
+
+    def report(self, indices) -> None:
+        if self.on_episode is None:
+            return
+        for i in indices:
+            if self.runs[i].done and i not in self.seen:
+                self.seen.add(i)
+                self.on_episode(i, self.runs[i].episode)
 
 
 def _generate_step(runs, active, generate, fmt, max_turns, wording, on_generation):
@@ -180,7 +201,7 @@ def _generate_step(runs, active, generate, fmt, max_turns, wording, on_generatio
     return waiting, jobs
 
 
-def _run_overlapped(runs, generate, sandbox, fmt, max_turns, wording, on_generation) -> None:
+def _run_overlapped(runs, generate, sandbox, fmt, max_turns, wording, on_generation, ended: _Ended) -> None:
     """A two-stage pipeline: one cohort generates while the other's code runs."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -194,6 +215,7 @@ def _run_overlapped(runs, generate, sandbox, fmt, max_turns, wording, on_generat
                     waiting, future = pending.pop(c)
                     for (i, call), result in zip(waiting, future.result()):
                         _finish_with_exec(runs[i], call, result, max_turns, wording)
+                ended.report(members)
                 active = [i for i in members if not runs[i].done]
                 if not active:
                     continue

@@ -10,7 +10,7 @@ from __future__ import annotations
 from runtime.agent import Episode, UserTurn
 from runtime.eval.stats import bootstrap_mean, wilson
 
-__all__ = ["METRICS", "discovery_loops", "turn_passed", "metric_values", "summarise"]
+__all__ = ["METRICS", "discovery_loops", "turn_passed", "metric_values", "per_workflow", "summarise"]
 
 
 def turn_passed(turn: UserTurn) -> bool:
@@ -86,3 +86,20 @@ def summarise(episodes: list[Episode], seed: int = 0) -> dict[str, dict]:
         out[name] = {"value": None if value is None else round(value, 6), "n": n,
                      "ci": [round(ci[0], 6), round(ci[1], 6)]}
     return out
+
+
+def per_workflow(episodes: list[Episode]) -> list[dict]:
+    """Agent score (user turns passing) per workflow and split, sorted by split then workflow.
+
+    Each row: ``{workflow, split, passed, n, value}`` with ``value = passed / n``; a
+    workflow evaluated in two splits (new params and new phrasings) gets two rows.
+    """
+    groups: dict[tuple[str, str], list[bool]] = {}
+    for episode in episodes:
+        groups.setdefault((episode.split, episode.workflow), []).extend(turn_passed(t) for t in episode.turns)
+    rows = []
+    for (split, workflow), flags in sorted(groups.items()):
+        k, n = _rate(flags)
+        rows.append({"workflow": workflow, "split": split, "passed": k, "n": n,
+                     "value": round(k / n, 6) if n else None})
+    return rows

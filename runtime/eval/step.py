@@ -9,8 +9,10 @@ Arms (``eval.arms`` in the recipe):
   trajectories, stuffed system prompt), trained by the sft step into
   ``sft/stuffed/final``, then evaluated with the stuffed prompt.
 
-Outputs: ``episodes/<arm>.jsonl``, ``eval.json`` (per arm: overall and per split
-``eval_params``, ``eval_phrasings``, ``eval_workflows``).
+Outputs: ``episodes/<arm>.jsonl`` (each failed user turn with its ``failure`` class),
+``eval.json`` (per arm: overall and per split ``eval_params``, ``eval_phrasings``,
+``eval_workflows``; ``per_workflow``: agent score per workflow and split;
+``failures``: failure classes per arm with one example each, docs/evaluation.md).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ import os
 from pathlib import Path
 
 from runtime.agent import AgentTask, HFGenerator, TurnWording, load_tasks, run_episodes
-from runtime.eval.metrics import summarise
+from runtime.eval.failures import ReferenceCatalog, classify_episode, failure_summary
+from runtime.eval.metrics import per_workflow, summarise
+from runtime.eval.progress import ArmProgress
 from runtime.eval.scoring import score_episode
 
 __all__ = ["reference_frames", "evaluate_arm", "split_summaries", "run_eval"]
@@ -38,10 +42,33 @@ def reference_frames(tasks: list[AgentTask], sandbox) -> dict[str, list]:
     return out
 
 
+def _counting(generate, on_calls, chunk: int | None):
+    """``generate`` reporting its model calls every ``chunk`` conversations.
+
+    ``chunk`` is the generator's own batch size, so the batches (and with them greedy
+    decoding's padding and outputs) are exactly those it would make alone.
+    """
+    def call(conversations):
+        out, step = [], chunk or max(1, len(conversations))
+        for start in range(0, len(conversations), step):
+            part = generate(conversations[start:start + step])
+            on_calls(len(part))
+            out += part
+        return out
+    return call
+
+
 def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], references: dict, system_prompt: str,
                  sandbox, fmt=None, max_turns: int = 3, wording: TurnWording | None = None,
-                 terms=None, max_new_tokens: int = 256, batch_size: int = 8, engine: str = "transformers") -> list:
-    """Greedy episodes of one arm on ``tasks``, scored; ``engine`` is the plan's rollout engine."""
+                 terms=None, max_new_tokens: int = 256, batch_size: int = 8, engine: str = "transformers",
+                 catalog: ReferenceCatalog | None = None, progress: ArmProgress | None = None) -> list:
+    """Greedy episodes of one arm on ``tasks``, scored and their failures classified.
+
+    ``engine`` is the plan's rollout engine; ``catalog`` holds every workflow's reference
+    texts (default: those of ``tasks``); ``progress`` is told of each model call batch and
+    each finished episode. Each episode is scored as soon as it ends, while its result
+    frames are in memory.
+    """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -49,13 +76,23 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
     if engine == "vllm":
         from runtime.agent import VLLMGenerator
 
-        generate = VLLMGenerator(model_dir, tokenizer, max_new_tokens=max_new_tokens)
+        generate, chunk = VLLMGenerator(model_dir, tokenizer, max_new_tokens=max_new_tokens), None
     else:
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
         generate = HFGenerator(model, tokenizer, max_new_tokens=max_new_tokens, batch_size=batch_size)
-    episodes = run_episodes(generate, tasks, system_prompt, sandbox, fmt, max_turns, wording, arm=arm)
-    by_id = {t.id: t for t in tasks}
-    return [score_episode(e, by_id[e.instance_id], references[e.instance_id], terms) for e in episodes]
+        chunk = batch_size
+    if progress is not None:
+        generate = _counting(generate, progress.calls, chunk)
+    catalog = catalog if catalog is not None else ReferenceCatalog.build(tasks)
+
+    def ended(i: int, episode) -> None:
+        task = tasks[i]
+        score_episode(episode, task, references[task.id], terms)
+        classify_episode(episode, task, references[task.id], catalog)
+        if progress is not None:
+            progress.episode(episode)
+
+    return run_episodes(generate, tasks, system_prompt, sandbox, fmt, max_turns, wording, arm=arm, on_episode=ended)
 
 
 def split_summaries(episodes: list, seed: int = 0) -> dict[str, dict]:
@@ -113,7 +150,8 @@ def run_eval(ctx):
     dataset = ctx.input_dir("dataset")
     instances = next((p for p in (dataset / "dataset" / "eval_instances.json", dataset / "eval_instances.json")
                       if p.is_file()), dataset / "dataset" / "eval_instances.json")
-    tasks = cap_per_workflow(load_tasks(instances), recipe.eval.instances)
+    held_out = load_tasks(instances)
+    tasks = cap_per_workflow(held_out, recipe.eval.instances)
     if not tasks:
         raise StepError(f"{instances} holds no held-out instances; raise `eval {{ holdout ... }}` in the recipe")
     # specs/input_builder.json says which input mode (system prompt) each arm gets.
@@ -134,8 +172,9 @@ def run_eval(ctx):
             raise StepError(f"eval generates with `rollout vllm` as the plan says, and cannot here: {exc}") from None
     models = {"craft": lambda: ctx.input_dir("grpo") / "final", "sft_only": lambda: _sft_model(ctx, "craft"),
               "stuffed": lambda: _sft_model(ctx, "stuffed")}
+    catalog = reference_catalog(ctx, held_out)
     (ctx.out_dir / "episodes").mkdir(parents=True, exist_ok=True)
-    results = {}
+    results, by_workflow, failures = {}, {}, {}
     warmup = warmup_jobs(tasks)
     limits = SandboxLimits(secret_env=recipe.gates.execution.secret_env)  # eval's own limits, the gate's redaction
     with SandboxPool(sandbox_workers(recipe, ctx.console), ctx.input_dir("world") / "warehouse.duckdb", limits,
@@ -143,12 +182,17 @@ def run_eval(ctx):
         references = reference_frames(tasks, sandbox)
         for arm in recipe.eval.arms:
             ctx.console.print(f"eval: arm {arm} on {len(tasks)} instances")
-            episodes = evaluate_arm(arm, models[arm](), tasks, references, prompts[arm], sandbox,
-                                    fmt, builder["max_turns"], wording, terms, max_new, engine=engine)
+            with ArmProgress(ctx.console, arm, len(tasks), sum(len(t.turns) for t in tasks),
+                             builder["max_turns"]) as progress:
+                episodes = evaluate_arm(arm, models[arm](), tasks, references, prompts[arm], sandbox,
+                                        fmt, builder["max_turns"], wording, terms, max_new, engine=engine,
+                                        catalog=catalog, progress=progress)
             _write_atomic(ctx.out_dir / "episodes" / f"{arm}.jsonl",
                           "".join(json.dumps(e.to_dict(), sort_keys=True) + "\n" for e in episodes))
             results[arm] = split_summaries(episodes, ctx.seed)
+            by_workflow[arm], failures[arm] = per_workflow(episodes), failure_summary(episodes)
     report = {"arms": list(recipe.eval.arms), "instances": len(tasks), "results": results,
+              "per_workflow": by_workflow, "failures": failures,
               "prompts": builder["eval_arms"], "stuffed_training": "sft step, the same stage settings on dataset/stuffed"}
     outputs = []
     if recipe.eval.general:
@@ -160,6 +204,18 @@ def run_eval(ctx):
     for arm, changes in report.get("general", {}).get("changes", {}).items():
         flat.update({f"general.{arm}.{task}.delta": c["delta"] for task, c in changes.items()})
     return StepResult(metrics=flat, outputs=("eval.json", *outputs, *[f"episodes/{a}.jsonl" for a in results]))
+
+
+def reference_catalog(ctx, tasks: list[AgentTask]) -> ReferenceCatalog:
+    """Every workflow's reference texts, for telling an answer to another workflow.
+
+    The held-out file (before the per-workflow cap) carries references for most
+    workflows; a workflow it lacks is read from its solution files in the plan.
+    """
+    catalog = ReferenceCatalog.build(tasks)
+    missing = {wf.name: [ctx.artifact(t.solution).read_text(encoding="utf-8") for t in wf.turns if t.solution]
+               for wf in ctx.plan.recipe.workflows if wf.name not in catalog.texts}
+    return ReferenceCatalog.build(tasks, missing) if missing else catalog
 
 
 def base_model(ctx) -> Path:

@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+from runtime.report.breakdown import build_workflow_table, markdown_failures, markdown_workflow_table
 from runtime.report.plots import plot_metric_bars, plot_training_curves
 from runtime.report.table import build_table, markdown_table
 
@@ -20,6 +21,10 @@ def build_report(eval_json: dict, run_dir: Path | None = None) -> dict:
     tables = {s: build_table(results, split=s) for s in SPLITS if any(s in r for r in results.values())}
     report = {"instances": eval_json.get("instances"), "arms": eval_json.get("arms", list(results)),
               "baseline": "stuffed", "tables": tables}
+    if eval_json.get("per_workflow"):   # agent score per workflow and held-out split
+        report["per_workflow"] = build_workflow_table(eval_json["per_workflow"])
+    if eval_json.get("failures"):       # failure classes per arm, one example each
+        report["failures"] = eval_json["failures"]
     if "general" in eval_json:          # eval { general ... }: lm-eval changes against the base
         report["general"] = eval_json["general"]
     summary = Path(run_dir) / "grpo" / "grpo_summary.json" if run_dir else None
@@ -36,6 +41,12 @@ def render_markdown(report: dict) -> str:
              "percentage points; costs with 95% bootstrap intervals and ratios to the baseline.\n"]
     for split, table in report["tables"].items():
         parts += [f"\n## {split}\n\n", markdown_table(table)]
+    if "per_workflow" in report:
+        parts += ["\n## Agent score per workflow\n\nUser turns passing, per workflow and held-out split.\n\n",
+                  markdown_workflow_table(report["per_workflow"])]
+    if "failures" in report:
+        parts += ["\n## Why turns failed\n\nEach failed user turn has one class, the first that applies in "
+                  "this order (docs/evaluation.md).\n\n", markdown_failures(report["failures"])]
     if "grpo" in report:
         g = report["grpo"]
         rows = f"{g['measured_rows']} training prompts" if g.get("measured_rows") else "training prompts"

@@ -119,3 +119,20 @@ def test_a_real_tiny_model_runs_batched_greedy_and_deterministically(sandbox, ti
     alone = run_episodes(HFGenerator(model, tok, max_new_tokens=24, batch_size=1), tasks[1:2], SYSTEM,
                          sandbox, max_turns=2)
     assert alone[0].turns[0].calls[0].text == first[1].turns[0].calls[0].text
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_each_episode_is_reported_once_as_soon_as_its_conversation_ends(sandbox, overlap):
+    def by_question(conversations):       # answers each question right, whatever the batch order
+        asks = [next(m["content"] for m in reversed(c) if m["role"] == "user") for c in conversations]
+        return [Generation(assistant("p", TRAVEL_CODE.format(n=2) if "travel" in ask else TOP_CODE.format(n=2)), 1)
+                for ask in asks]
+
+    one_turn = {**task_dict(2, "short"), "turns": task_dict(2)["turns"][:1]}
+    tasks = [AgentTask.from_dict(task_dict(2, "long")), AgentTask.from_dict(one_turn)]
+    ended = []
+    episodes = run_episodes(by_question, tasks, SYSTEM, sandbox, overlap=overlap,
+                            on_episode=lambda i, e: ended.append((i, e.instance_id, len(e.turns))))
+    # The one-turn conversation ends a step earlier; each episode is complete when reported.
+    assert ended == [(1, "short", 1), (0, "long", 2)]
+    assert [e.instance_id for e in episodes] == ["long", "short"]

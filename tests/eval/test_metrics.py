@@ -1,9 +1,14 @@
 """Evaluation metrics on hand-made trajectories, scored against real reference results."""
 
+import io
+
 import pytest
+from rich.console import Console
 
 from runtime.agent import AgentTask, Episode, ExecRecord, ModelCall, UserTurn, run_episodes
-from runtime.eval import discovery_loops, keeps_constraints, required_constraints, summarise, wilson
+from runtime.eval import discovery_loops, keeps_constraints, per_workflow, required_constraints, summarise, wilson
+from runtime.eval import FAILURE_CLASSES
+from runtime.eval.progress import ArmProgress
 from runtime.eval.step import evaluate_arm, reference_frames, split_summaries
 from runtime.rewards import SchemaTerms
 from tests.agent.test_loop import Script
@@ -110,8 +115,28 @@ def test_evaluate_arm_with_a_real_tiny_model(sandbox, tiny_model, tmp_path):
     tok.save_pretrained(tmp_path / "m")
     tasks = [AgentTask.from_dict(task_dict(n, f"t{n}")) for n in (2, 3)]
     refs = reference_frames(tasks, sandbox)
-    episodes = evaluate_arm("sft_only", tmp_path / "m", tasks, refs, "sys", sandbox, max_turns=1,
-                            terms=TERMS, max_new_tokens=8)
+    with ArmProgress(Console(file=io.StringIO()), "sft_only", len(tasks)) as progress:
+        episodes = evaluate_arm("sft_only", tmp_path / "m", tasks, refs, "sys", sandbox, max_turns=1,
+                                terms=TERMS, max_new_tokens=8, progress=progress)
     summary = summarise(episodes)
     assert summary["agent_score"]["n"] == 4 and summary["input_tokens"]["value"] > 0
     assert all(e.arm == "sft_only" for e in episodes)
+    # Scored and classified while the frames were in memory: every failed turn has a class.
+    turns = [t for e in episodes for t in e.turns]
+    assert all((t.failure is None) == bool(t.final_ok and t.passed) for t in turns)
+    assert all(t.failure in FAILURE_CLASSES for t in turns if t.failure)
+    assert (progress.done, progress.model_calls) == (2, sum(len(e.calls) for e in episodes))
+
+
+def test_agent_score_per_workflow_keeps_each_split_apart():
+    def episode(workflow, split, *passed):
+        return Episode(f"{workflow}-{split}", workflow, split,
+                       turns=[UserTurn(i, "q", final_ok=True, passed=p) for i, p in enumerate(passed)])
+
+    rows = per_workflow([episode("top", "eval_phrasings", True, False), episode("top", "eval_params", True),
+                         episode("top", "eval_params", False), episode("churn", "eval_workflows", False)])
+    assert rows == [
+        {"workflow": "top", "split": "eval_params", "passed": 1, "n": 2, "value": 0.5},
+        {"workflow": "top", "split": "eval_phrasings", "passed": 1, "n": 2, "value": 0.5},
+        {"workflow": "churn", "split": "eval_workflows", "passed": 0, "n": 1, "value": 0.0},
+    ]

@@ -70,3 +70,48 @@ def test_report_step_writes_markdown_json_and_plots(tmp_path):
     assert "## eval_params" in md and "## GRPO on 4 training prompts (2 steps)" in md
     assert "| after, greedy | 0.200 | 0.500 |" in md and "| after, 2 samples per prompt | 0.300 | 0.750 |" in md
     assert json.loads(outputs[0]["report.json"])["grpo"]["steps"] == 2
+
+
+def _rows(*cells):
+    return [{"workflow": w, "split": s, "passed": k, "n": n, "value": k / n} for w, s, k, n in cells]
+
+
+def test_the_per_workflow_table_has_workflows_as_rows_and_arms_as_columns():
+    from runtime.report.breakdown import build_workflow_table, markdown_workflow_table
+
+    table = build_workflow_table({
+        "craft": _rows(("top", "eval_phrasings", 2, 4), ("churn", "eval_workflows", 1, 2), ("top", "eval_params", 1, 1)),
+        "stuffed": _rows(("top", "eval_params", 0, 1), ("top", "eval_phrasings", 1, 4))})
+    # Held-out params, phrasings and workflows stay separate rows, in that order.
+    assert [(r["split"], r["workflow"]) for r in table["rows"]] == [
+        ("eval_params", "top"), ("eval_phrasings", "top"), ("eval_workflows", "churn")]
+    assert markdown_workflow_table(table).splitlines() == [
+        "| Workflow | Split | craft | stuffed |",
+        "| --- | --- | --- | --- |",
+        "| top | eval_params | 100.0% (1/1) | 0.0% (0/1) |",
+        "| top | eval_phrasings | 50.0% (2/4) | 25.0% (1/4) |",
+        "| churn | eval_workflows | 50.0% (1/2) | n/a |",
+    ]
+
+
+def test_the_report_shows_per_workflow_scores_and_failure_classes_from_eval_json(tmp_path):
+    from runtime.eval import FAILURE_CLASSES
+    from runtime.report import render_markdown
+    from runtime.report.step import build_report
+
+    counts = dict.fromkeys(FAILURE_CLASSES, 0)
+    example = {"instance_id": "top-3", "workflow": "top", "split": "eval_params", "turn": 1,
+               "question": "Top 5 campaigns by clicks", "plan": "Rank campaigns.", "code": "result = api.query(`x`)"}
+    failures = {arm: {"failed_turns": 1, "counts": {**counts, "wrong_parameter": 1},
+                      "examples": {"wrong_parameter": example}} for arm in EVAL["arms"]}
+    per_workflow = {arm: _rows(("top", "eval_params", 1, 2)) for arm in EVAL["arms"]}
+    report = build_report({**EVAL, "per_workflow": per_workflow, "failures": failures})
+    assert report["per_workflow"]["rows"][0]["arms"]["craft"] == {"passed": 1, "n": 2, "value": 0.5}
+    assert report["failures"]["craft"]["counts"]["wrong_parameter"] == 1
+    md = render_markdown(report)
+    assert "## Agent score per workflow" in md and "| top | eval_params | 50.0% (1/2) |" in md
+    assert "| wrong_parameter | 1 | 1 | 1 |" in md and "| failed user turns | 1 | 1 | 1 |" in md
+    assert ("- **wrong_parameter**: `top-3` (top, eval_params) turn 1: \"Top 5 campaigns by clicks\"; "
+            "plan: \"Rank campaigns.\"; code: `result = api.query('x')`") in md
+    # Without the new eval.json keys (an older eval) the report is what it was.
+    assert render_markdown(build_report(EVAL)) == md.split("\n## Agent score per workflow")[0]
