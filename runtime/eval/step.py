@@ -18,7 +18,6 @@ Outputs: ``episodes/<arm>.jsonl`` (each failed user turn with its ``failure`` cl
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from runtime.agent import AgentTask, HFGenerator, TurnWording, load_tasks, run_episodes
@@ -105,12 +104,6 @@ def split_summaries(episodes: list, seed: int = 0) -> dict[str, dict]:
     return out
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def _sft_model(ctx, arm: str) -> Path:
     """The sft step trains both input modes with the same data and budget."""
     from runtime.step_context import StepError
@@ -187,8 +180,8 @@ def run_eval(ctx):
                 episodes = evaluate_arm(arm, models[arm](), tasks, references, prompts[arm], sandbox,
                                         fmt, builder["max_turns"], wording, terms, max_new, engine=engine,
                                         catalog=catalog, progress=progress)
-            _write_atomic(ctx.out_dir / "episodes" / f"{arm}.jsonl",
-                          "".join(json.dumps(e.to_dict(), sort_keys=True) + "\n" for e in episodes))
+            (ctx.out_dir / "episodes" / f"{arm}.jsonl").write_text(
+                "".join(json.dumps(e.to_dict(), sort_keys=True) + "\n" for e in episodes))
             results[arm] = split_summaries(episodes, ctx.seed)
             by_workflow[arm], failures[arm] = per_workflow(episodes), failure_summary(episodes)
     report = {"arms": list(recipe.eval.arms), "instances": len(tasks), "results": results,
@@ -198,7 +191,7 @@ def run_eval(ctx):
     if recipe.eval.general:
         report["general"] = general_skills(ctx, {arm: models[arm] for arm in recipe.eval.arms})
         outputs.append("general.md")
-    _write_atomic(ctx.out_dir / "eval.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
+    (ctx.out_dir / "eval.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     flat = {f"{arm}.{m}": v["value"] for arm, r in results.items() for m, v in r["all"].items()}
     flat["sandbox_redacted"] = sandbox.redactions  # secret values cut out of tool output (docs/sandbox.md)
     for arm, changes in report.get("general", {}).get("changes", {}).items():
@@ -242,5 +235,5 @@ def general_skills(ctx, trained: dict) -> dict:
                              log=ctx.console.print)
     except GeneralEvalError as err:
         raise StepError(str(err)) from None
-    _write_atomic(ctx.out_dir / "general.md", general_markdown(report))
+    (ctx.out_dir / "general.md").write_text(general_markdown(report))
     return report

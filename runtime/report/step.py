@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from runtime.report.breakdown import build_workflow_table, markdown_failures, markdown_workflow_table
@@ -82,12 +81,6 @@ def rich_table(table: dict):
     return out
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def run_report(ctx):
     """Render the eval results as a table (terminal, Markdown, JSON) and plots."""
     from runtime.step_context import StepError, StepResult
@@ -101,8 +94,8 @@ def run_report(ctx):
     out = Path(ctx.out_dir)
     plots = plot_metric_bars(report["tables"]["all"], out) + plot_training_curves(Path(ctx.run_dir), out)
     report["plots"] = plots
-    _write_atomic(out / "report.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
-    _write_atomic(out / "report.md", render_markdown(report))
+    (out / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    (out / "report.md").write_text(render_markdown(report))
     ctx.console.print(rich_table(report["tables"]["all"]))
     rows = {r["metric"]: r for r in report["tables"]["all"]["rows"]}
     metrics = {f"{m}_ratio_{arm}": rows[m]["arms"][arm].get("ratio")
