@@ -278,7 +278,8 @@ class Tool(Node):
     name: str
     kind: ToolKind = Field(description="what the tool does (defaults to the tool's name when "
                            "it is a kind)", json_schema_extra=_surface(shown="the name"))
-    doc: str = Field("", description="description shown in the system prompt")
+    doc: str = Field("", description="description shown in the system prompt, after the call the code "
+                     "writes (default: the kind's own, e.g. `api.describe(entity)`: one entity's fields)")
 
 
 class BlockFormat(Node):
