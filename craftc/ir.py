@@ -316,6 +316,14 @@ class Teacher(Node):
     max_new_tokens: int = Field(1024, ge=1, description="tokens generated per candidate")
     noise: float = Field(0.5, ge=0, le=1, description="synthetic: share of candidates corrupted",
                          json_schema_extra=_surface(type="fraction"))
+    # 0 writes what the synthetic teacher wrote before the setting existed, so plans,
+    # candidates and datasets of recipes that do not set it stay byte-identical.
+    discovery: float = Field(
+        0.0, ge=0, le=1, exclude_if=_omitted_at(0.0),
+        description="synthetic: share of first-turn candidates whose CODE begins with `api.describe` of "
+        "the entity its query reads first; above 0, a repair after an unknown field or entity error also "
+        "begins with `api.describe` of the entity the failed code misused (docs/distill.md)",
+        json_schema_extra=_surface(type="fraction"))
     feedback: int = Field(0, ge=0, le=8, description="repairs the teacher may make after seeing its code's "
                           "output or error (0: one shot per turn; synthetic: regenerate from the reference)")
     failed_attempts: Literal["drop", "masked"] = Field(
