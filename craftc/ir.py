@@ -624,7 +624,7 @@ class Recipe(Node):
     stripped_prompt: Literal["full", "compact"] = Field(
         "full", exclude_if=_omitted_at("full"),
         description="the stripped arms' system prompt: `full` explains the task, the block format and "
-        "the tools; `compact` is three lines (the warehouse, the block tags, the tool names) and leaves "
+        "the tools; `compact` is three lines (the warehouse, the block tags, the tool calls) and leaves "
         "the rest to training")
     track: Tracker = Field(
         "tensorboard", description="experiment tracker the trainers (TRL's `report_to`) and the steps' "
