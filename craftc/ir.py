@@ -278,7 +278,8 @@ class Tool(Node):
     name: str
     kind: ToolKind = Field(description="what the tool does (defaults to the tool's name when "
                            "it is a kind)", json_schema_extra=_surface(shown="the name"))
-    doc: str = Field("", description="description shown in the system prompt")
+    doc: str = Field("", description="description shown in the system prompt, after the call the code "
+                     "writes (default: the kind's own, e.g. `api.describe(entity)`: one entity's fields)")
 
 
 class BlockFormat(Node):
@@ -315,6 +316,14 @@ class Teacher(Node):
     max_new_tokens: int = Field(1024, ge=1, description="tokens generated per candidate")
     noise: float = Field(0.5, ge=0, le=1, description="synthetic: share of candidates corrupted",
                          json_schema_extra=_surface(type="fraction"))
+    # 0 writes what the synthetic teacher wrote before the setting existed, so plans,
+    # candidates and datasets of recipes that do not set it stay byte-identical.
+    discovery: float = Field(
+        0.0, ge=0, le=1, exclude_if=_omitted_at(0.0),
+        description="synthetic: share of first-turn candidates whose CODE begins with `api.describe` of "
+        "the entity its query reads first; above 0, a repair after an unknown field or entity error also "
+        "begins with `api.describe` of the entity the failed code misused (docs/distill.md)",
+        json_schema_extra=_surface(type="fraction"))
     feedback: int = Field(0, ge=0, le=8, description="repairs the teacher may make after seeing its code's "
                           "output or error (0: one shot per turn; synthetic: regenerate from the reference)")
     failed_attempts: Literal["drop", "masked"] = Field(
@@ -615,7 +624,7 @@ class Recipe(Node):
     stripped_prompt: Literal["full", "compact"] = Field(
         "full", exclude_if=_omitted_at("full"),
         description="the stripped arms' system prompt: `full` explains the task, the block format and "
-        "the tools; `compact` is three lines (the warehouse, the block tags, the tool names) and leaves "
+        "the tools; `compact` is three lines (the warehouse, the block tags, the tool calls) and leaves "
         "the rest to training")
     track: Tracker = Field(
         "tensorboard", description="experiment tracker the trainers (TRL's `report_to`) and the steps' "

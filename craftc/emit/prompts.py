@@ -4,34 +4,56 @@ Both system prompts come from the same task template, so the only difference bet
 the CRAFT input and the schema-stuffed baseline is the schema and API section the
 stuffed one appends: the token budget compares like with like. With ``stripped_prompt
 compact`` the stripped prompt is three lines instead (the warehouse, the block tags, the
-tool names), for a model that is trained to carry the rest; the stuffed prompt, the
-control, stays the full one.
+tool calls as the code writes them), for a model that is trained to carry the rest; the
+stuffed prompt, the control, stays the full one.
 """
 
 from __future__ import annotations
 
 from craftc.emit.render import render_template
-from craftc.ir import Recipe, Tool
+from craftc.ir import TOOL_KINDS, Recipe, Tool
 
-__all__ = ["DEFAULT_TOOLS", "system_prompt", "render_prompts", "render_judge_prompts", "llm_judges_in_use", "judge_prompt_path",
-           "split_turn_template"]
+__all__ = ["DEFAULT_TOOLS", "TOOL_CALLS", "prompt_tools", "system_prompt", "render_prompts", "render_judge_prompts",
+           "llm_judges_in_use", "judge_prompt_path", "split_turn_template"]
 
-# Shown when a recipe declares no tools: the code block and the two discovery calls
-# are what every agent gets.
-DEFAULT_TOOLS = (
-    Tool(name="run_code", kind="run_code",
-         doc="the code block; its printed output and `result` come back as the next message"),
-    Tool(name="list_entities", kind="list_entities", doc="`api.list_entities()` lists the business entities"),
-    Tool(name="describe_entity", kind="describe_entity",
-         doc="`api.describe(entity)` shows one entity's fields, links and docs"),
-)
+# Lowering gives every recipe its tools (the three kinds when it declares none); this is
+# for a Recipe built without lowering.
+DEFAULT_TOOLS = tuple(Tool(name=kind, kind=kind) for kind in TOOL_KINDS)
+
+# How the agent's code invokes each tool kind, and what the prompt says of it when the
+# recipe's `doc` is empty. The calls are spelt as the code writes them: a model that
+# reads `describe_entity` would not know to write `api.describe(...)`.
+TOOL_CALLS = {
+    "run_code": ("the <{code}> block", "Python run in the sandbox"),
+    "list_entities": ("`api.list_entities()`", "lists the entities: view, entity, doc"),
+    "describe_entity": ("`api.describe(entity)`", "one entity's fields: field, type, doc, nullable, references"),
+}
+
+
+def prompt_tools(recipe: Recipe) -> list[dict[str, str]]:
+    """The recipe's tools as the prompts list them: ``call``, ``name`` and ``doc``.
+
+    ``doc`` is the recipe's, or the kind's own when the recipe gives none.
+
+    Example:
+        >>> from craftc.ir import Schema
+        >>> recipe = Recipe(name="r", schema=Schema(name="s", version=1, source="s"))
+        >>> prompt_tools(recipe)[2]["call"]
+        '`api.describe(entity)`'
+    """
+    out = []
+    for tool in recipe.tools or DEFAULT_TOOLS:
+        call, doc = TOOL_CALLS[tool.kind]
+        out.append({"call": call.format(code=recipe.format.code), "name": tool.name, "kind": tool.kind,
+                    "doc": tool.doc or doc})
+    return out
 
 
 def _prompt_context(recipe: Recipe, logical_ddl: str) -> dict:
     return {
         "schema": recipe.schema_,
         "format": recipe.format,
-        "tools": recipe.tools or DEFAULT_TOOLS,
+        "tools": prompt_tools(recipe),
         "metrics": recipe.schema_.metrics,
         "logical_ddl": logical_ddl,
     }

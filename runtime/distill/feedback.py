@@ -16,7 +16,9 @@ the loss; with ``drop`` they are not kept.
 
 The synthetic teacher's repair is synthetic: asked to repair, it writes the
 instance's reference turn (what a teacher that reads the error and fixes the code
-would converge to), so the loop is exercised end to end without a model.
+would converge to), so the loop is exercised end to end without a model; with
+``teacher synthetic { discovery SHARE }`` a repair after an unknown field or entity
+error first describes that entity (`runtime.distill.discovery`).
 """
 
 from __future__ import annotations

@@ -59,6 +59,9 @@ def build_funnel(outcomes: list[dict[str, Any]], candidates: dict[str, dict[str,
     repairs = _repairs(outcomes, candidates)
     if repairs:
         funnel["repairs"] = repairs
+    discovery = _discovery(outcomes, candidates)
+    if discovery:
+        funnel["discovery"] = discovery
     labelled = [(o, candidates[o["candidate_id"]]["metadata"]) for o in outcomes
                 if "clean" in candidates[o["candidate_id"]]["metadata"]]
     if labelled:
@@ -77,6 +80,19 @@ def _repairs(outcomes: list[dict[str, Any]], candidates: dict[str, dict[str, Any
     return {"repaired": len(repaired), "repaired_accepted": sum(o["accepted"] for o in repaired),
             "repairs": sum(candidates[o["candidate_id"]]["metadata"]["repairs"] for o in repaired),
             "failed_attempts_kept": sum(len(candidates[o["candidate_id"]].get("attempts", [])) for o in repaired)}
+
+
+def _discovery(outcomes: list[dict[str, Any]], candidates: dict[str, dict[str, Any]]) -> dict[str, dict] | None:
+    """Gated candidates whose CODE the synthetic teacher began with a discovery call, per rule
+    (``teacher synthetic { discovery SHARE }``, `runtime.distill.discovery`), and how many were accepted."""
+    out: dict[str, dict[str, int]] = {}
+    for o in outcomes:
+        rule = candidates[o["candidate_id"]]["metadata"].get("discovery")
+        if rule:
+            counts = out.setdefault(rule, {"gated": 0, "accepted": 0})
+            counts["gated"] += 1
+            counts["accepted"] += bool(o["accepted"])
+    return dict(sorted(out.items())) or None
 
 
 def _judge_lines(judges: dict[str, Any]) -> list[str]:
@@ -144,6 +160,9 @@ def funnel_markdown(funnel: dict[str, Any]) -> str:
         r = funnel["repairs"]
         lines += ["", f"Teacher feedback: {r['repaired']} candidates repaired after their code failed "
                       f"({r['repairs']} repairs), {r['repaired_accepted']} of them accepted."]
+    if "discovery" in funnel:
+        parts = [f"{c['gated']} by the {rule} rule ({c['accepted']} accepted)" for rule, c in funnel["discovery"].items()]
+        lines += ["", f"Discovery: gated candidates whose code looks the schema up first: {'; '.join(parts)}."]
     if "judges" in funnel:
         lines += _judge_lines(funnel["judges"])
     confusion = funnel.get("confusion")
@@ -229,6 +248,8 @@ def print_funnel(funnel: dict[str, Any], console: Console) -> None:
     if "repairs" in funnel:
         r = funnel["repairs"]
         console.print(f"teacher feedback: {r['repaired']} candidates repaired, {r['repaired_accepted']} accepted")
+    for rule, c in funnel.get("discovery", {}).items():
+        console.print(f"discovery ({rule}): {c['gated']} candidates gated, {c['accepted']} accepted")
     confusion = funnel.get("confusion")
     if confusion:
         gates = [g["gate"] for g in funnel["gates"]]

@@ -133,6 +133,24 @@ def test_prompts_use_the_recipe_tag_names_and_only_stuffed_shows_the_schema(reci
     assert "Output of the PY block" in files["prompts/turn.md"].decode()
 
 
+def test_both_prompts_document_the_discovery_calls_as_the_code_writes_them(recipe, solutions):
+    files = render_plan_files(recipe, solutions)
+    for mode in ("stripped", "stuffed"):
+        prompt = files[f"prompts/system_{mode}.md"].decode()
+        tools = prompt[prompt.index("# Tools"):]
+        assert "- `api.list_entities()`: lists the entities" in tools, mode
+        assert "- `api.describe(entity)`: one entity's fields" in tools, mode
+        assert "(list_entities)" not in tools and "describe_entity" not in tools, mode
+
+
+def test_a_tool_doc_from_the_recipe_replaces_the_kinds_own_and_a_renamed_tool_keeps_its_name(recipe, solutions):
+    from craftc.ir import Tool
+
+    tools = (Tool(name="run_code", kind="run_code"), Tool(name="schema", kind="describe_entity", doc="look one up"))
+    prompt = render_plan_files(recipe.model_copy(update={"tools": tools}), solutions)["prompts/system_stripped.md"]
+    assert "- `api.describe(entity)` (`schema`): look one up\n" in prompt.decode()
+
+
 def test_the_compact_stripped_prompt_is_three_lines_and_the_stuffed_control_is_unchanged(recipe, solutions):
     full = render_plan_files(recipe, solutions)
     compact = render_plan_files(recipe.model_copy(update={"stripped_prompt": "compact"}), solutions)
@@ -140,7 +158,7 @@ def test_the_compact_stripped_prompt_is_three_lines_and_the_stuffed_control_is_u
     assert prompt.splitlines() == [
         "You are a data analyst agent for the `shop` warehouse (schema version 1).",
         "Reply with <THINK>, <PLAN>, <CODE> blocks, or <ANSWER> once a result answers.",
-        "Tools: run_code, list_entities, describe_entity.",
+        "Tools: the <CODE> block, `api.list_entities()`, `api.describe(entity)`.",
     ]
     assert estimate_tokens(prompt) < 100 and len(prompt.split()) < 40
     assert compact["prompts/system_stuffed.md"] == full["prompts/system_stuffed.md"]
@@ -153,6 +171,7 @@ def test_the_compact_stripped_prompt_is_three_lines_and_the_stuffed_control_is_u
 def test_settings_left_at_their_default_are_not_written_into_plan_json(recipe, solutions):
     recipe_of = json.loads(render_plan_files(recipe, solutions)["plan.json"])["recipe"]
     assert "stripped_prompt" not in recipe_of and "instances" not in recipe_of["teacher"]
+    assert "discovery" not in recipe_of["teacher"]
     assert "digits" not in recipe_of["models"][0]
     set_ = recipe.model_copy(update={"stripped_prompt": "compact"})
     assert json.loads(render_plan_files(set_, solutions)["plan.json"])["recipe"]["stripped_prompt"] == "compact"
@@ -184,3 +203,10 @@ def test_launch_script_is_executable_and_names_the_stage_module(tmp_path, recipe
     text = script.read_text()
     assert 'accelerate launch --config_file "$PLAN_DIR/stages/grpo/accelerate.yaml"' in text
     assert "-m runtime.train.grpo" in text
+
+
+def test_every_tool_kind_has_its_call_for_the_prompts():
+    from craftc.emit.prompts import TOOL_CALLS
+    from craftc.ir import TOOL_KINDS
+
+    assert set(TOOL_CALLS) == set(TOOL_KINDS)

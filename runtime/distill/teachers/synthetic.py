@@ -5,6 +5,12 @@ because every corrupted candidate carries its ``noise_kind`` the funnel can show
 which gate caught which failure. A clean candidate is the instance's reference PLAN
 and CODE with a short scratchpad written from the question and its params.
 
+With ``discovery`` above 0 it also writes schema discovery where a real teacher would
+look the schema up (``runtime.distill.discovery``): a seeded share of first-turn
+candidates, and every repair after an unknown field or entity error, begin their CODE
+with ``api.describe(...)``. At 0, the default, it writes exactly what it wrote before
+the setting existed.
+
 Example:
     >>> from craftc.ir import BlockFormat, Schema
     >>> teacher = SyntheticTeacher(Schema(name="s", version=1, source="s.craft"), BlockFormat(), noise=0.0)
@@ -20,7 +26,8 @@ import random
 from typing import Any
 
 from craftc.ir import BlockFormat, Schema
-from runtime.distill.blocks import format_turn
+from runtime.distill.blocks import format_turn, parse_turn
+from runtime.distill.discovery import Discovery, describe_call, entity_fields, first_view, repair_call, with_discovery
 from runtime.distill.noise import NOISE_KINDS, NoiseContext, Turn3, corrupt
 from runtime.distill.teachers.base import Candidate, TeacherError, TeacherRequest
 from runtime.distill.vocabulary import SchemaVocabulary, split_camel
@@ -40,23 +47,26 @@ _CLOSINGS = (
 
 
 class SyntheticTeacher:
-    """Builds candidates from reference solutions; ``noise`` is the corrupted share."""
+    """Builds candidates from reference solutions; ``noise`` is the corrupted share,
+    ``discovery`` the share of first-turn candidates that look the schema up first."""
 
     name = "synthetic teacher"
 
     def __init__(self, schema: Schema, fmt: BlockFormat, noise: float = 0.5,
-                 kinds: tuple[str, ...] = NOISE_KINDS):
-        if not 0.0 <= noise <= 1.0:
-            raise TeacherError(f"synthetic teacher: `noise` must be between 0 and 1, got {noise}; "
-                               "set `noise 0.5` in the teacher block")
+                 kinds: tuple[str, ...] = NOISE_KINDS, discovery: float = 0.0):
+        for setting, value, example in (("noise", noise, "noise 0.5"), ("discovery", discovery, "discovery 20%")):
+            if not 0.0 <= value <= 1.0:
+                raise TeacherError(f"synthetic teacher: `{setting}` must be between 0 and 1, got {value}; "
+                                   f"set `{example}` in the teacher block")
         unknown = [k for k in kinds if k not in NOISE_KINDS]
         if unknown:
             raise TeacherError(f"synthetic teacher: unknown noise kind `{unknown[0]}`; "
                                f"known: {', '.join(NOISE_KINDS)}")
-        self.fmt, self.noise, self.kinds = fmt, noise, tuple(kinds)
+        self.fmt, self.noise, self.kinds, self.discovery = fmt, noise, tuple(kinds), discovery
         self.vocab = SchemaVocabulary.from_schema(schema)
+        self.fields = entity_fields(schema)
 
-    def _think(self, context: dict[str, Any], rng: random.Random) -> str:
+    def _think(self, context: dict[str, Any], rng: random.Random, note: str | None = None) -> str:
         ask = context.get("ask", "")
         params = context.get("params", {})
         lines = [rng.choice(_OPENINGS).format(ask=ask)]
@@ -65,11 +75,35 @@ class SyntheticTeacher:
         entities = [split_camel(name) for name in self.vocab.entities_named(context.get("plan", ""))]
         if entities:
             lines.append("This touches " + ", ".join(dict.fromkeys(entities)) + ".")
+        if note:
+            lines.append(note)
         lines.append(rng.choice(_CLOSINGS))
         return "\n".join(lines)
 
     def _format(self, turn: Turn3) -> str:
         return turn.raw if turn.raw is not None else format_turn(turn.think, turn.plan, turn.code, self.fmt)
+
+    def _discovery(self, request: TeacherRequest, index: int) -> Discovery | None:
+        """The discovery call this candidate begins with, by the rule in `runtime.distill.discovery`."""
+        if not self.discovery:
+            return None
+        if request.context.get("repair"):
+            tool = next((m["content"] for m in reversed(request.messages) if m["role"] == "tool"), "")
+            failed = next((m["content"] for m in reversed(request.messages) if m["role"] == "assistant"), "")
+            call = repair_call(tool, parse_turn(failed, self.fmt).code, self.fields)
+            if call is None:
+                return None
+            return Discovery(call, "repair", "The error names something the warehouse does not have; "
+                                             f"I look it up with `{call}` before fixing the query.")
+        first_question = [m["role"] for m in request.messages] == ["user"]
+        # Its own stream, so the candidates' text and noise are the same with or without it.
+        if not first_question or random.Random(f"{request.seed}:{index}:discovery").random() >= self.discovery:
+            return None
+        view = first_view(request.context["code"], self.fields)
+        if view is None:
+            return None
+        return Discovery(describe_call(view), "first_turn",
+                         f"I check the fields of {view} with `{describe_call(view)}` before the query.")
 
     def _candidate(self, request: TeacherRequest, request_index: int, index: int) -> Candidate:
         context = request.context
@@ -77,11 +111,15 @@ class SyntheticTeacher:
             raise TeacherError("the synthetic teacher needs each request's reference `plan` and `code`; "
                                "the distill step provides them from the workflow instances")
         rng = random.Random(f"{request.seed}:{index}")
-        clean = Turn3(self._think(context, rng), context["plan"], context["code"])
+        found = self._discovery(request, index)
+        code = with_discovery(context["code"], found.call) if found else context["code"]
+        clean = Turn3(self._think(context, rng, found.note if found else None), context["plan"], code)
         metadata: dict[str, Any] = {"teacher": "synthetic", "clean": True, "noise_kind": None}
+        if found:
+            metadata["discovery"] = found.rule
         turn = clean
         # A repair (teacher feedback) after an execution error: synthetic, it regenerates
-        # the turn from the reference instead of reading the error.
+        # the turn from the reference; it reads the error only to choose its discovery call.
         if context.get("repair"):
             return Candidate(self._format(turn), request_index, index, metadata)
         if self.kinds and rng.random() < self.noise:
