@@ -10,7 +10,8 @@ from __future__ import annotations
 from runtime.agent import Episode, UserTurn
 from runtime.eval.stats import bootstrap_mean, wilson
 
-__all__ = ["METRICS", "discovery_loops", "turn_passed", "metric_values", "per_workflow", "summarise"]
+__all__ = ["METRICS", "PER_INSTANCE", "discovery_loops", "turn_passed", "instance_values", "metric_values", "per_workflow",
+           "summarise"]
 
 
 def turn_passed(turn: UserTurn) -> bool:
@@ -51,16 +52,26 @@ def _mean(xs: list[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
+# The per-instance value of each "mean" metric: the unit its mean and intervals are over.
+PER_INSTANCE = {
+    "consistency": lambda e: _mean([t.consistency or 0.0 for t in e.turns]),
+    "input_tokens": lambda e: _mean([c.input_tokens for c in e.calls]),
+    "discovery_loops": lambda e: _mean([discovery_loops(t) for t in e.turns]),
+    "model_calls": lambda e: _mean([len(t.calls) for t in e.turns]),
+}
+
+
+def instance_values(episodes: list[Episode], metric: str) -> dict[str, float]:
+    """A mean metric's value per instance id (instances without one are left out)."""
+    values = {e.instance_id: PER_INSTANCE[metric](e) for e in episodes}
+    return {k: v for k, v in values.items() if v is not None}
+
+
 def metric_values(episodes: list[Episode]) -> dict[str, dict]:
     """Raw units of each metric: rates as (successes, n), means as per-instance values."""
     turns = [t for e in episodes for t in e.turns]
     follow_ups = [t for e in episodes for t in e.turns[1:]]
-    per_instance = {
-        "consistency": [_mean([t.consistency or 0.0 for t in e.turns]) for e in episodes],
-        "input_tokens": [_mean([c.input_tokens for c in e.calls]) for e in episodes],
-        "discovery_loops": [_mean([discovery_loops(t) for t in e.turns]) for e in episodes],
-        "model_calls": [_mean([len(t.calls) for t in e.turns]) for e in episodes],
-    }
+    per_instance = {name: [value(e) for e in episodes] for name, value in PER_INSTANCE.items()}
     return {
         "agent_score": {"rate": _rate([turn_passed(t) for t in turns])},
         "final_answer_accuracy": {"rate": _rate([turn_passed(e.turns[-1]) for e in episodes if e.turns])},

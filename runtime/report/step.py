@@ -7,17 +7,50 @@ from pathlib import Path
 
 from runtime.report.breakdown import build_workflow_table, markdown_failures, markdown_workflow_table
 from runtime.report.plots import plot_metric_bars, plot_training_curves
-from runtime.report.table import build_table, markdown_table
+from runtime.agent import Episode
+from runtime.eval.metrics import instance_values
+from runtime.eval.stats import paired_ratio
+from runtime.report.table import COST_METRICS, build_table, markdown_table
 
-__all__ = ["build_report", "rich_table", "run_report"]
+__all__ = ["build_report", "cost_ratios", "rich_table", "run_report"]
 
 SPLITS = ("all", "eval_params", "eval_phrasings", "eval_workflows")
+
+
+def cost_ratios(episodes_dir: Path, arms: list[str], baseline: str = "stuffed", seed: int = 0) -> dict:
+    """Each arm's cost ratio to the baseline per split, with a paired bootstrap interval.
+
+    Read from ``eval/episodes/<arm>.jsonl``: instances are paired by id, so the interval
+    is over the questions both arms answered. Returns ``{split: {metric: {arm: ratio}}}``
+    (see ``runtime.eval.stats.paired_ratio``); empty when the episodes are missing.
+    """
+    files = {arm: episodes_dir / f"{arm}.jsonl" for arm in arms}
+    if not all(f.is_file() for f in files.values()) or baseline not in files:
+        return {}
+    episodes = {arm: [Episode.from_dict(json.loads(line)) for line in f.read_text().splitlines() if line.strip()]
+                for arm, f in files.items()}
+    out: dict = {}
+    for split in SPLITS:
+        chosen = {arm: [e for e in eps if split == "all" or e.split == split] for arm, eps in episodes.items()}
+        if not chosen[baseline]:
+            continue
+        for metric in COST_METRICS:
+            base = instance_values(chosen[baseline], metric)
+            for arm in arms:
+                if arm == baseline:
+                    continue
+                mine = instance_values(chosen[arm], metric)
+                pairs = [(mine[i], base[i]) for i in sorted(mine.keys() & base.keys())]
+                out.setdefault(split, {}).setdefault(metric, {})[arm] = paired_ratio(pairs, seed)
+    return out
 
 
 def build_report(eval_json: dict, run_dir: Path | None = None) -> dict:
     """The report as data: one table per split, GRPO before/after when present."""
     results = eval_json["results"]
-    tables = {s: build_table(results, split=s) for s in SPLITS if any(s in r for r in results.values())}
+    ratios = cost_ratios(Path(run_dir) / "eval" / "episodes", eval_json.get("arms", list(results))) if run_dir else {}
+    tables = {s: build_table(results, split=s, ratios=ratios.get(s)) for s in SPLITS
+              if any(s in r for r in results.values())}
     report = {"instances": eval_json.get("instances"), "arms": eval_json.get("arms", list(results)),
               "baseline": "stuffed", "tables": tables}
     if eval_json.get("per_workflow"):   # agent score per workflow and held-out split
@@ -37,7 +70,7 @@ def build_report(eval_json: dict, run_dir: Path | None = None) -> dict:
 def render_markdown(report: dict) -> str:
     parts = ["# craft results\n", f"{report['instances']} held-out instances; baseline: `stuffed` "
              "(full schema DDL in every prompt). Rates with 95% Wilson intervals and deltas in "
-             "percentage points; costs with 95% bootstrap intervals and ratios to the baseline.\n"]
+             "percentage points; costs with 95% bootstrap intervals and ratios to the baseline, each ratio with a paired bootstrap interval over the instances both arms ran.\n"]
     for split, table in report["tables"].items():
         parts += [f"\n## {split}\n\n", markdown_table(table)]
     if "per_workflow" in report:

@@ -6,7 +6,7 @@ get ratios, next to the published ratios (input tokens 0.11x, discovery loops 0.
 
 from __future__ import annotations
 
-__all__ = ["PUBLISHED_RATIOS", "ROWS", "build_table", "markdown_table"]
+__all__ = ["COST_METRICS", "PUBLISHED_RATIOS", "ROWS", "build_table", "markdown_table"]
 
 PUBLISHED_RATIOS = {"input_tokens": 0.11, "discovery_loops": 0.20}
 # (metric, label, kind): kind "rate" shows % and a delta in pp; "cost" shows a ratio.
@@ -19,10 +19,15 @@ ROWS = (
     ("input_tokens", "Input tokens / call", "cost"),
     ("discovery_loops", "Discovery loops / turn", "cost"),
 )
+COST_METRICS = tuple(metric for metric, _, kind in ROWS if kind == "cost")
 
 
-def build_table(eval_results: dict, baseline: str = "stuffed", split: str = "all") -> dict:
-    """Rows of ``{metric, label, kind, arms: {arm: {value, ci, delta_pp | ratio}}}``."""
+def build_table(eval_results: dict, baseline: str = "stuffed", split: str = "all", ratios: dict | None = None) -> dict:
+    """Rows of ``{metric, label, kind, arms: {arm: {value, ci, delta_pp | ratio}}}``.
+
+    ``ratios`` (``{metric: {arm: paired_ratio}}``, from the episodes) gives a cost ratio
+    its paired interval (``ratio_ci``); without it the ratio is the ratio of the means.
+    """
     arms = list(eval_results)
     rows = []
     for metric, label, kind in ROWS:
@@ -36,6 +41,9 @@ def build_table(eval_results: dict, baseline: str = "stuffed", split: str = "all
                     cell["delta_pp"] = round(100 * (value - base), 2)
                 else:
                     cell["ratio"] = round(value / base, 4) if base else None
+                    paired = (ratios or {}).get(metric, {}).get(arm)
+                    if paired and paired["value"] is not None:
+                        cell["ratio"], cell["ratio_ci"] = round(paired["value"], 4), paired["ci"]
             cells[arm] = cell
         row = {"metric": metric, "label": label, "kind": kind, "arms": cells}
         if metric in PUBLISHED_RATIOS:
@@ -55,7 +63,9 @@ def _cell_text(cell: dict, kind: str) -> str:
             text += f" ({cell['delta_pp']:+.1f} pp)"
     else:
         text = f"{value:.1f} [{low:.1f}, {high:.1f}]"
-        if cell.get("ratio") is not None:
+        if cell.get("ratio") is not None and "ratio_ci" in cell:
+            text += f" ({cell['ratio']:.3f}x [{cell['ratio_ci'][0]:.3f}, {cell['ratio_ci'][1]:.3f}])"
+        elif cell.get("ratio") is not None:
             text += f" ({cell['ratio']:.2f}x)"
     return text
 

@@ -115,3 +115,40 @@ def test_the_report_shows_per_workflow_scores_and_failure_classes_from_eval_json
             "plan: \"Rank campaigns.\"; code: `result = api.query('x')`") in md
     # Without the new eval.json keys (an older eval) the report is what it was.
     assert render_markdown(build_report(EVAL)) == md.split("\n## Agent score per workflow")[0]
+
+
+def _episode(arm, instance, tokens, discovery):
+    from runtime.agent import Episode, ModelCall, UserTurn
+
+    call = ModelCall(text="", input_tokens=tokens, discovery_calls=discovery)
+    return Episode(arm=arm, instance_id=instance, workflow="w", split="eval_params",
+                   turns=[UserTurn(index=0, ask="q", calls=[call])])
+
+
+def test_cost_ratios_pair_the_arms_instance_by_instance(tmp_path):
+    """The ratio is sum(arm) / sum(stuffed) over the instances both arms ran, with a
+    paired bootstrap interval: an instance that only one arm ran does not count."""
+    from runtime.report.step import cost_ratios
+
+    episodes = {"craft": [_episode("craft", f"i{k}", 50 + k, 1) for k in range(8)],
+                "stuffed": [_episode("stuffed", f"i{k}", 1000, 2 + k % 2) for k in range(8)]
+                + [_episode("stuffed", "only-here", 10, 100)]}
+    (tmp_path / "episodes").mkdir()
+    for arm, eps in episodes.items():
+        (tmp_path / "episodes" / f"{arm}.jsonl").write_text(
+            "".join(json.dumps(e.to_dict()) + "\n" for e in eps))
+    ratios = cost_ratios(tmp_path / "episodes", ["craft", "stuffed"])
+    tokens = ratios["all"]["input_tokens"]["craft"]
+    assert tokens["n"] == 8 and tokens["value"] == round(sum(50 + k for k in range(8)) / 8000, 6)
+    assert tokens["ci"][0] <= tokens["value"] <= tokens["ci"][1]
+    loops = ratios["eval_params"]["discovery_loops"]["craft"]
+    assert loops["value"] == 0.4 and loops["ci"][0] < 0.4 < loops["ci"][1]
+    cell = build_table(EVAL["results"], ratios=ratios["all"])["rows"][5]["arms"]["craft"]
+    assert cell["ratio_ci"] == tokens["ci"]
+    assert "x [" in markdown_table(build_table(EVAL["results"], ratios=ratios["all"]))
+
+
+def test_a_ratio_against_a_baseline_of_zero_is_not_shown():
+    from runtime.eval.stats import paired_ratio
+
+    assert paired_ratio([(1.0, 0.0), (2.0, 0.0)])["value"] is None
