@@ -6,20 +6,19 @@ from __future__ import annotations
 import json
 
 import pytest
-from compiler_support import ROOT
+from compiler_support import ADS_TEACHER, ads_text_without_levers
 
 from craftc.emit.compile import compile_recipe
 from craftc.frontend import load_recipe
 
-ADS = ROOT / "recipes/ads_analytics.craft"
-TEACHER = "teacher synthetic { candidates 4  noise 50% }"
+TEACHER = ADS_TEACHER
 
 
 def _recipe(tmp_path, teacher: str):
-    text = ADS.read_text()
+    text = ads_text_without_levers()
     assert TEACHER in text
     path = tmp_path / "r.craft"
-    path.write_text(text.replace(TEACHER, teacher).replace('"../', f'"{ROOT}/'))
+    path.write_text(text.replace(TEACHER, teacher))
     return path
 
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from compiler_support import ROOT
+from compiler_support import ads_text_without_levers
 
 from craftc.diff import PlanSide, diff_sides, render_text
 from craftc.emit.compile import compile_recipe
 from craftc.frontend import load_recipe
 
-ADS = ROOT / "recipes/ads_analytics.craft"
 
 
 LEVERS = """
@@ -29,7 +28,7 @@ LEVERS = """
 
 def with_levers_profile(directory):
     """A copy of the ads recipe with one more profile, `probe`, that sets the three levers."""
-    text = ADS.read_text().replace("profile probe {", "profile probe_in_recipe {").replace('"../', f'"{ROOT}/')
+    text = ads_text_without_levers()
     at = text.rindex("}")
     recipe = directory / "ads_levers.craft"
     recipe.write_text(text[:at] + LEVERS + text[at:])
@@ -81,11 +80,11 @@ def test_the_default_plan_does_not_mention_the_levers(plans):
 
 def test_a_judge_backend_draws_no_training_instances(tmp_path):
     recipe = tmp_path / "r.craft"
-    text = ADS.read_text().replace(
+    text = ads_text_without_levers().replace(
         'teacher synthetic { candidates 4  noise 50% }',
         'teacher synthetic { candidates 4  noise 50% }\n  judge biz { kind llm  backend { kind openai  '
         'model "m"  instances 3 } }')
-    recipe.write_text(text.replace('"../', f'"{ROOT}/'))
+    recipe.write_text(text)
     result = load_recipe(recipe)
     assert [d.code for d in result.diagnostics if d.severity == "error"] == ["E201"]
     assert "unknown setting `instances`" in result.render()
