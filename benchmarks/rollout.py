@@ -1,6 +1,6 @@
 """GRPO rollout throughput: the agent loop with and without overlapping generation and the sandbox.
 
-Plays the GRPO step's rollouts (`runtime.train.grpo.play`, sampling at the stage's
+Plays the GRPO step's rollouts (`runtime.train.grpo.rollout.play`, sampling at the stage's
 temperature, `max_turns` model calls per user turn) over training instances of a
 finished run, with the run's SFT model (the default profile's model), in two modes:
 
@@ -40,7 +40,9 @@ def main() -> None:
 
     from runtime.agent import HFGenerator
     from runtime.sandbox import SandboxLimits, SandboxPool
-    from runtime.train.grpo import GRPOJob, build_rows, load_training_tasks, play
+    from runtime.train.grpo import GRPOJob, build_rows
+    from runtime.train.grpo.rollout import play
+    from runtime.train.grpo.rows import load_training_tasks
 
     job = GRPOJob.from_plan(ns.plan_dir, "grpo", ns.run_dir / "grpo" / "grpo_config.json")
     model_dir = ns.run_dir / "sft" / "craft" / "final"

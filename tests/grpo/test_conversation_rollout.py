@@ -4,7 +4,8 @@ the policy's tokens are trained: tool outputs and later user turns are masked, t
 import pytest
 
 from runtime.agent import AgentTask, HFGenerator
-from runtime.train.grpo import GRPOJob, build_rows, completion_tokens, play
+from runtime.train.grpo import GRPOJob, build_rows
+from runtime.train.grpo.rollout import completion_tokens, play
 from tests.agent.warehouse import task_dict
 
 JOB = dict(model_dir="m", instances="i", warehouse="w", out_dir="o", system_prompt="Answer with THINK, PLAN, CODE.",

@@ -1,0 +1,27 @@
+"""The reward curves a GRPO run leaves next to its model: total and each component per step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["plot_curves"]
+
+
+def plot_curves(log_history: list[dict], components: tuple[str, ...], out: Path) -> list[str]:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    for name, key in [("total", "reward")] + [(c, f"rewards/{c}/mean") for c in components]:
+        points = [(h["step"], h[key]) for h in log_history if key in h]
+        if not points:
+            continue
+        fig, ax = plt.subplots(figsize=(5, 3))
+        ax.plot(*zip(*points), marker="o", markersize=2)
+        ax.set(xlabel="step", ylabel=key, title=f"GRPO reward: {name}")
+        fig.tight_layout()
+        fig.savefig(out / f"reward_{name}.png", dpi=80, metadata={"Software": None})
+        plt.close(fig)
+        written.append(f"reward_{name}.png")
+    return written

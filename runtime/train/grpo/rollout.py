@@ -1,0 +1,114 @@
+"""The rollouts: the craft agent loop as TRL's ``rollout_func``, and the tokens it trains.
+
+Why a ``rollout_func`` and not TRL's ``tools=``: TRL's tool loop parses tool calls
+as ``<tool_call>{json}</tool_call>`` through ``tokenizer.response_template`` and
+calls a Python function with JSON arguments. The craft agent's tool call is the
+``<CODE>`` block of a three-block turn, run in the sandbox with the instance's
+params; the plan and the code must be scored together. So the rollout is the
+agent loop itself (``runtime.agent.run_episodes``), sampling with the trainer's
+model: the ``<CODE>`` of a completion runs in the sandbox, its output comes back as
+a ``tool`` message, and the model continues, up to ``max_turns`` model calls. The
+tool tokens are spliced into the completion with ``env_mask = 0`` so they are never
+trained, exactly as TRL does for its own tool loop.
+"""
+
+from __future__ import annotations
+
+from runtime.train.grpo.job import GRPOJob, GRPOSetupError
+from runtime.train.grpo.rows import RolloutTask, prompt_key
+
+__all__ = ["completion_tokens", "play", "make_rollout_func"]
+
+
+def completion_tokens(tokenizer, transcript: list[dict], n_prompt: int, generations: list) -> dict:
+    """The completion of a multi-turn rollout as TRL trains it: the policy's turns trained, the rest masked.
+
+    The whole ``transcript`` (prompt messages first; each later assistant message is one
+    generation) is rendered with the chat template, exactly as each later generation saw
+    its history: the tool messages and later user turns between two generations get
+    ``env_mask`` 0, and each assistant turn the template's generation span. A turn cut
+    off at ``max_new_tokens`` never wrote the end-of-turn token the template closes it
+    with, so that token is masked too. Log-probs are the sampled ones where the rendered
+    turn is the sampled ids (a byte-level tokenizer can re-tokenize decoded text
+    differently), else 0.
+    """
+    prompt_ids = generations[0].prompt_ids
+    last = max(i for i, m in enumerate(transcript) if m["role"] == "assistant")
+    rendered = tokenizer.apply_chat_template(transcript[: last + 1], return_dict=True,
+                                             return_assistant_tokens_mask=True)
+    ids, trained = list(rendered["input_ids"]), list(rendered["assistant_masks"])
+    if ids[: len(prompt_ids)] != prompt_ids:
+        raise GRPOSetupError("the chat template is not prefix-preserving; multi-turn rollouts need one")
+    end = max(i for i, flag in enumerate(trained) if flag) + 1
+    ids, trained = ids[len(prompt_ids):end], trained[len(prompt_ids):end]
+    runs, start = [], None                      # [start, stop) of each assistant turn's trained span
+    for i, flag in enumerate(trained + [0]):
+        if flag and start is None:
+            start = i
+        elif not flag and start is not None:
+            runs.append((start, i))
+            start = None
+    if len(runs) != len(generations):
+        raise GRPOSetupError(f"the chat template marks {len(runs)} assistant spans for {len(generations)} "
+                             "generations; it needs {% generation %} around each assistant turn")
+    mask, logps = [int(flag) for flag in trained], [0.0] * len(ids)
+    eos_id = tokenizer.eos_token_id
+    for (first, stop), gen in zip(runs, generations):
+        sampled = gen.completion_ids
+        if not sampled or sampled[-1] != eos_id:     # cut off: the closing token is the template's
+            mask[stop - 1] = 0
+            stop -= 1
+        if ids[first:stop] == sampled[: stop - first] and stop - first == len(sampled):
+            logps[first:stop] = list(gen.logprobs)
+    return {"completion_ids": ids, "logprobs": logps, "env_mask": mask}
+
+
+def play(job: GRPOJob, generate, sandbox, plays: list[RolloutTask], prompts: list[list[dict]],
+         overlap: bool = False) -> tuple:
+    """Run each rollout task's turns with ``generate``: episodes, transcripts and generations.
+
+    ``overlap`` generates for half the tasks while the other half's code runs in the
+    sandbox (training rollouts; ``benchmarks/rollout.py`` measures the difference).
+    """
+    from craftc.ir import BlockFormat
+    from runtime.agent import TurnWording, run_episodes
+
+    generations: dict[int, list] = {i: [] for i in range(len(plays))}
+    transcripts: list[list[dict]] = []
+    episodes = run_episodes(generate, [p.task for p in plays], "", sandbox, BlockFormat(**job.fmt),
+                            job.stage["max_turns"], TurnWording(**job.wording),
+                            on_generation=lambda i, _t, gen: generations[i].append(gen), prefixes=prompts,
+                            transcripts=transcripts, overlap=overlap)
+    return episodes, transcripts, [generations[i] for i in range(len(plays))]
+
+
+def make_rollout_func(job: GRPOJob, tokenizer, sandbox, plays: dict[str, RolloutTask]):
+    """TRL ``rollout_func``: each prompt's turns played by the policy, tool and user tokens masked out."""
+    from runtime.agent import HFGenerator, TrainerVLLMGenerator
+
+    by_prompt: dict[str, str] = {}
+    for key, task in plays.items():
+        by_prompt.setdefault(prompt_key(task.prompt), key)
+
+    def rollout(prompts, trainer):
+        # The engine the plan chose (`rollout transformers | vllm`); the loop is the same.
+        if getattr(trainer, "use_vllm", False):
+            generate = TrainerVLLMGenerator(trainer, tokenizer)
+        else:
+            generate = HFGenerator(trainer.accelerator.unwrap_model(trainer.model), tokenizer,
+                                   max_new_tokens=job.stage["max_new_tokens"], do_sample=True,
+                                   temperature=job.stage["temperature"], batch_size=len(prompts))
+        keys = [by_prompt[prompt_key(p)] for p in prompts]
+        episodes, transcripts, generations = play(job, generate, sandbox, [plays[k] for k in keys], prompts,
+                                                  overlap=True)
+        out = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [], "episode": [],
+               "row_key": keys}
+        for prompt, episode, transcript, gens in zip(prompts, episodes, transcripts, generations):
+            tokens = completion_tokens(tokenizer, transcript, len(prompt), gens)
+            out["prompt_ids"].append(gens[0].prompt_ids)
+            for name, values in tokens.items():
+                out[name].append(values)
+            out["episode"].append(episode)
+        return out
+
+    return rollout

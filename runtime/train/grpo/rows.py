@@ -1,0 +1,130 @@
+"""The training rows: every training instance as what one GRPO row rolls out.
+
+``build_rows`` turns the train split's instances into TRL dataset rows (the prompt and
+a key) and a ``RolloutTask`` per key: the turns the rollout plays and the references
+and expectations they are scored against. Also what the summary reports about the
+rows: how each played turn's outcome is judged and how the reference turns fit in
+``max_new_tokens``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from runtime.train.grpo.job import GRPOJob, GRPOSetupError
+
+__all__ = ["load_training_tasks", "RolloutTask", "prompt_key", "build_rows", "outcome_sources",
+           "completion_room"]
+
+
+def load_training_tasks(job: GRPOJob) -> list:
+    """The job's training instances as agent tasks; a missing, malformed or empty file is a setup error."""
+    from runtime.agent import TaskFormatError, load_tasks
+
+    try:
+        tasks = load_tasks(job.instances)
+    except TaskFormatError as exc:
+        raise GRPOSetupError(str(exc)) from None
+    if not tasks:
+        raise GRPOSetupError(f"{job.instances} holds no training instances; check the dataset step's train split")
+    return tasks
+
+
+@dataclass
+class RolloutTask:
+    """What one training row rolls out: the prompt, the turns to play and how each is scored."""
+
+    key: str                        # "<instance id>" (policy history) or "<instance id>/<turn>"
+    workflow: str
+    prompt: list[dict]              # system prompt (+ reference history) + the first user turn to play
+    task: object                    # runtime.agent.AgentTask with the turns to play, in order
+    references: list                # per played turn: the reference result (DataFrame) or None
+    expectations: list              # per played turn: its expectations
+
+
+def prompt_key(prompt: list[dict]) -> str:
+    """A row's identity as TRL hands it back to the rollout function: its prompt messages."""
+    return json.dumps(prompt, sort_keys=True, ensure_ascii=False)
+
+
+def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict[str, RolloutTask]]:
+    """Every training instance as rollout rows, and what each row plays.
+
+    With ``history policy`` (the default) a row is a whole instance: its first user turn
+    is the prompt and the rollout plays every later turn on the policy's own earlier
+    turns and their real tool outputs. With ``history reference`` a row is one instance
+    turn whose prompt carries the earlier turns as the reference turns and their tool
+    outputs. Nothing is capped: GRPO samples rows per step in a seeded order.
+
+    Returns:
+        ``(rows, plays)``: dataset rows (``prompt``, ``workflow``, ``row_key``) and the
+        ``RolloutTask`` of each row key.
+    """
+    from runtime.agent import AgentTask, ExecRecord, TurnWording, tool_output_text
+    from runtime.distill.blocks import format_turn
+
+    from craftc.ir import BlockFormat
+
+    wording = TurnWording(**job.wording)
+    fmt = BlockFormat(**job.fmt)
+    jobs = [(turn.reference_code, task.params) for task in tasks for turn in task.turns]
+    results = iter(sandbox.run_many(jobs) if hasattr(sandbox, "run_many") else [sandbox.run(*j) for j in jobs])
+    rows, plays = [], {}
+    for task in tasks:
+        refs = [next(results) for _ in task.turns]
+        # A hidden reference shapes a prompt's history (history reference), never the reward.
+        frames = [r.result_frame if r.ok and turn.reference_visible else None for r, turn in zip(refs, task.turns)]
+        expectations = [list(turn.expectations) for turn in task.turns]
+        messages = [{"role": "system", "content": job.system_prompt}]
+        if job.stage["history"] == "policy":
+            prompt = messages + [{"role": "user", "content": wording.render_user(task.turns[0].ask)}]
+            plays[task.id] = RolloutTask(task.id, task.workflow, prompt, task, frames, expectations)
+            continue
+        for t, turn in enumerate(task.turns):
+            prompt = messages + [{"role": "user", "content": wording.render_user(turn.ask)}]
+            one = AgentTask(id=f"{task.id}/{t}", workflow=task.workflow, params=task.params, turns=(turn,))
+            plays[one.id] = RolloutTask(one.id, task.workflow, prompt, one, [frames[t]], [expectations[t]])
+            reference_turn = format_turn("Follow the plan.", turn.reference_plan, turn.reference_code, fmt)
+            messages = prompt + [{"role": "assistant", "content": reference_turn},
+                                 {"role": "tool", "content": wording.render_tool(
+                                     tool_output_text(ExecRecord.from_result(refs[t])))}]
+    for key, play in plays.items():
+        rows.append({"prompt": play.prompt, "workflow": play.workflow, "row_key": key})
+    return rows, plays
+
+
+def outcome_sources(plays: dict[str, RolloutTask]) -> dict[str, int]:
+    """How many played turns' R_outcome compares with a reference result, and how many is
+    the share of checks passed (references hidden, or turns with checks only)."""
+    from craftc.ir import REFERENCE_KINDS
+
+    turns = [(expectations, frame) for p in plays.values() for expectations, frame in zip(p.expectations, p.references)]
+    by_reference = sum(frame is not None and any(e["kind"] in REFERENCE_KINDS for e in expectations)
+                       for expectations, frame in turns)
+    return {"reference": by_reference, "checks": len(turns) - by_reference}
+
+
+def completion_room(job: GRPOJob, tokenizer, tasks) -> dict:
+    """How the reference turns fit in ``max_new_tokens``, with a warning when most do not.
+
+    A completion cut off mid-``<CODE>`` never runs, so its outcome reward is 0: with
+    a limit below most reference turns GRPO has little to learn from. (The smoke
+    profile does this on purpose, to stay fast; a real profile should not.)
+    """
+    from craftc.ir import BlockFormat
+    from runtime.distill.blocks import format_turn
+
+    fmt = BlockFormat(**job.fmt)
+    limit = job.stage["max_new_tokens"]
+    lengths = sorted(len(tokenizer(format_turn("Follow the plan.", turn.reference_plan, turn.reference_code, fmt),
+                                   add_special_tokens=False)["input_ids"])
+                     for task in tasks for turn in task.turns)
+    room = {"max_new_tokens": limit, "median_reference_tokens": lengths[len(lengths) // 2] if lengths else 0,
+            "longest_reference_tokens": lengths[-1] if lengths else 0,
+            "share_cut_off": round(sum(n > limit for n in lengths) / len(lengths), 4) if lengths else 0.0}
+    if room["median_reference_tokens"] > limit:
+        room["warning"] = (f"max_new_tokens {limit} is shorter than most reference turns (median "
+                           f"{room['median_reference_tokens']} tokens): completions are cut off before their CODE "
+                           f"block ends; raise `max_new_tokens` in the grpo stage to {room['longest_reference_tokens']}")
+    return room

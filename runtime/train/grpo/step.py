@@ -1,0 +1,76 @@
+"""The ``grpo`` step of ``craftc run``: write the step config, launch the stage, read its summary.
+
+The step trains nothing in-process: it names the plan files the trainer reads, writes
+the train split and a step config with paths relative to itself (so the run dir can
+move to another machine), and runs the plan's ``stages/<stage>/launch.sh``, which runs
+``python -m runtime.train.grpo`` under ``accelerate launch``. A stage with
+``engine verl`` goes to runtime.train.verl instead.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from runtime.layout import (GRPO_FINAL, GRPO_STEP_CONFIG, GRPO_SUMMARY, MANIFEST, SFT_FINAL, TRAIN_INSTANCES,
+                            WAREHOUSE)
+from runtime.train.grpo.job import json_text
+from runtime.train.train_split import write_train_instances
+
+__all__ = ["run_grpo", "adopt_grpo_step"]
+
+
+def run_grpo(ctx):
+    """The ``grpo`` step: GRPO from the SFT checkpoint into ``RUN_DIR/grpo``, through ``launch.sh``."""
+    from runtime.step_context import StepError, StepResult
+    from runtime.train.launch import PreflightError, launch_stage, preflight
+    from runtime.train.stages import grpo_stage
+
+    stage = grpo_stage(ctx.plan.recipe)
+    if stage.engine == "verl":
+        from runtime.train.verl.step import run_verl_step
+        return run_verl_step(ctx)
+    if ctx.launch:     # a launch by hand runs where the engine and GPUs are: check here only when training here
+        try:
+            preflight({"parallel": stage.parallel, "gpus": stage.gpus, "rollout": stage.rollout})
+        except PreflightError as exc:
+            raise StepError(f"stage `{stage.name}` cannot train on this machine: {exc}; or prepare it with "
+                            "`craftc run --no-launch` and run its launch.sh where it can") from None
+    # The plan files the trainer reads (GRPOJob.from_plan), named in this step's manifest.
+    builder = json.loads(ctx.artifact("specs/input_builder.json").read_text(encoding="utf-8"))
+    for rel in (builder["turn_template"], builder["modes"][builder["stages"][stage.name]]["system_prompt"],
+                "specs/reward.json", "specs/masking.json", f"stages/{stage.name}/trl_config.json",
+                *([f"stages/{stage.name}/peft_config.json"] if stage.lora is not None else [])):
+        ctx.artifact(rel)
+    write_train_instances(ctx)
+    ctx.input_dir(SFT_FINAL.step)       # GRPO starts from the sft step's model: that step must have run
+    # Paths relative to this config's directory: the run dir can move to another machine.
+    (ctx.out_dir / GRPO_STEP_CONFIG.path).write_text(json_text({
+        "model_dir": SFT_FINAL.relative_to_step("grpo"), "instances": TRAIN_INSTANCES.relative_to_step("grpo"),
+        "warehouse": WAREHOUSE.relative_to_step("grpo"), "out_dir": "."}))
+    command = launch_stage(ctx, "grpo", stage.name, ctx.out_dir / GRPO_STEP_CONFIG.path)
+    if not ctx.launch:
+        return StepResult(metrics={"launch": "manual", "commands": {"grpo": command}})
+    return StepResult(metrics={"launch": "step", "commands": {"grpo": command}, **_summary_metrics(ctx.out_dir)},
+                      outputs=(GRPO_FINAL.path, "metrics.jsonl", GRPO_SUMMARY.path))
+
+
+def _summary_metrics(step_dir: Path) -> dict:
+    from runtime.step_context import StepError
+
+    path = step_dir / GRPO_SUMMARY.path
+    if not (path.is_file() and (step_dir / GRPO_FINAL.path).is_dir()):
+        raise StepError(f"GRPO left no {path.name} and final/ in {step_dir}; run the stage's launch.sh with "
+                        f"{step_dir / GRPO_STEP_CONFIG.path} first, or rerun the grpo step")
+    summary = json.loads(path.read_text())
+    return {"steps": summary["steps"], "wall_s": summary["wall_s"], "world_size": summary["world_size"],
+            **{f"before_{k}": v for k, v in summary["before"].items() if k in ("total", "exec_success")},
+            **{f"after_{k}": v for k, v in summary["after"].items() if k in ("total", "exec_success")},
+            **{f"{when}_sampled_{k}": summary[f"{when}_sampled"][k] for when in ("before", "after")
+               for k in ("total", "exec_success")}}
+
+
+def adopt_grpo_step(ctx, step_dir: Path) -> dict:
+    """The metrics of a grpo step prepared with `--no-launch` and trained by hand."""
+    manifest = json.loads((step_dir / MANIFEST).read_text(encoding="utf-8"))
+    return {**manifest["metrics"], **_summary_metrics(step_dir)}

@@ -1,0 +1,148 @@
+"""The training run: TRL's ``GRPOTrainer`` on the job's rows, measured before and after.
+
+``train_grpo`` builds the rows in a sandbox pool, measures the policy, trains with
+``GRPOConfig(**trl_config)`` exactly as compiled (resuming from the last checkpoint
+in the output dir), measures again and writes ``final``, ``metrics.jsonl``, the reward
+curves and ``grpo_summary.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+from craftc.atomic import replace_dir, write_atomic
+from runtime.layout import ADAPTER, FINAL, GRPO_SUMMARY
+from runtime.train.grpo.job import GRPOJob, GRPOSetupError, json_text, reward_spec, schema_terms
+from runtime.train.grpo.measuring import measure
+from runtime.train.grpo.plots import plot_curves
+from runtime.train.grpo.rewards import make_reward_funcs
+from runtime.train.grpo.rollout import make_rollout_func
+from runtime.train.grpo.rows import build_rows, completion_room, load_training_tasks, outcome_sources
+
+__all__ = ["grpo_config", "is_main_process", "train_grpo"]
+
+
+def grpo_config(job: GRPOJob):
+    """``GRPOConfig(**trl_config)``: the plan's TRL settings as compiled, plus the output dir."""
+    from trl import GRPOConfig
+
+    try:
+        return GRPOConfig(output_dir=str(Path(job.out_dir) / "checkpoints"), **job.trl)
+    except TypeError as exc:
+        raise GRPOSetupError(f"the plan's trl_config.json does not fit this TRL version: {exc}; "
+                             "recompile the recipe with the craft installed here") from None
+
+
+def _last_checkpoint(path: Path) -> str | None:
+    found = sorted(path.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]) if p.name.split("-")[-1].isdigit() else -1)
+    return str(found[-1]) if found else None
+
+
+def _count(names) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def is_main_process() -> bool:
+    """Rank 0 of an ``accelerate launch`` (or the only process): the one that writes and prints."""
+    return os.environ.get("RANK", "0") == "0"
+
+
+def train_grpo(job: GRPOJob) -> dict:
+    """Train, measure before/after, save ``final``, ``metrics.jsonl`` and reward curves.
+
+    Under ``accelerate launch`` with several processes every rank rolls out its share
+    of each step (its own sandbox pool) and measures; rank 0 writes the outputs.
+
+    Returns:
+        The summary written to ``grpo_summary.json``.
+    """
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOTrainer
+
+    from runtime.sandbox import SandboxLimits, SandboxPool
+    from runtime.tracking import use_tracker_dir
+    from runtime.train.adapters import AdapterError, lora_config, merge_adapter, parameter_counts
+    from runtime.workflows import warmup_jobs
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    out = Path(job.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if not (Path(job.model_dir) / "config.json").is_file():
+        raise GRPOSetupError(f"no model in {job.model_dir}; run the sft step first")
+    spec, terms = reward_spec(job), schema_terms(job)
+    args = grpo_config(job)
+    try:
+        peft = lora_config(job.peft) if job.peft else None
+    except AdapterError as exc:
+        raise GRPOSetupError(str(exc)) from None
+    use_tracker_dir(job.trl.get("report_to", "none"), out)
+    torch.manual_seed(job.seed)
+    tokenizer = AutoTokenizer.from_pretrained(job.model_dir)
+    tasks = load_training_tasks(job)
+    room = completion_room(job, tokenizer, tasks)
+    if "warning" in room and is_main_process():
+        print(f"warning: {room['warning']}", file=sys.stderr)
+    model = AutoModelForCausalLM.from_pretrained(job.model_dir, dtype=torch.bfloat16 if args.bf16 else torch.float32)
+    started = time.time()
+    warmup = warmup_jobs(tasks)
+    group = job.stage["group"]
+    limits = SandboxLimits(secret_env=tuple(job.secret_env))
+    with SandboxPool(job.workers, job.warehouse, limits, job.api_factory, warmup=warmup) as sandbox:
+        rows, plays = build_rows(job, sandbox, tasks)
+        # The measured rows: a seeded sample across workflows, the same before and after.
+        probe = [plays[r["row_key"]] for r in random.Random(job.seed).sample(rows, min(job.stage["measure"], len(rows)))]
+        before = measure(job, model, tokenizer, sandbox, probe, terms)
+        before_sampled = measure(job, model, tokenizer, sandbox, probe, terms, samples=group)
+        sampled: dict[str, int] = {}
+        trainer = GRPOTrainer(
+            model=model, processing_class=tokenizer, args=args,
+            reward_funcs=make_reward_funcs(spec, plays, terms, sampled), train_dataset=Dataset.from_list(rows),
+            rollout_func=make_rollout_func(job, tokenizer, sandbox, plays), peft_config=peft,
+        )
+        counts = parameter_counts(trainer.model)
+        trainer.train(resume_from_checkpoint=_last_checkpoint(out / "checkpoints"))
+        after = measure(job, trainer.model, tokenizer, sandbox, probe, terms)
+        after_sampled = measure(job, trainer.model, tokenizer, sandbox, probe, terms, samples=group)
+    history = trainer.state.log_history
+    # Every rank takes part in saving (sharded weights are gathered); rank 0 writes.
+    tmp = out / ".final.tmp"
+    trainer.save_model(str(tmp))
+    summary = {
+        "steps": trainer.state.global_step, "rows": len(rows), "measured_rows": len(probe),
+        "history": job.stage["history"],
+        # Training rows per workflow (every training instance; conversations are one row each
+        # with policy history), and the rollouts this process scored per workflow.
+        "rows_per_workflow": _count(r["workflow"] for r in rows),
+        "turns_per_workflow": _count(p.workflow for p in plays.values() for _ in p.task.turns),
+        "rollouts_per_workflow": dict(sorted(sampled.items())),
+        "world_size": trainer.args.world_size,
+        "reward_weights": dict(zip(spec.components, spec.trl_weights)), "aggregate": spec.aggregate,
+        "before": before, "after": after, "sampled_per_row": group,
+        "before_sampled": before_sampled, "after_sampled": after_sampled,
+        "wall_s": round(time.time() - started, 1), "completion_room": room,
+        "sandbox_redacted": sandbox.redactions,    # secret values cut out of tool output (docs/sandbox.md)
+        "outcome_judged_by": outcome_sources(plays),
+        "adapter": "lora" if peft is not None else None, **counts,
+    }
+    if trainer.is_world_process_zero():
+        # Written atomically: a launch by hand writes straight into the run dir, outside
+        # the runner's staged step dir, and the next `craftc run` adopts what it finds.
+        write_atomic(out / "metrics.jsonl", "".join(json.dumps(entry, sort_keys=True) + "\n" for entry in history))
+        tokenizer.save_pretrained(str(tmp))
+        # A LoRA stage saved its adapter: keep it, and merge it into `final` (runtime.train.adapters).
+        saved = replace_dir(tmp, out / (ADAPTER if peft is not None else FINAL))
+        if peft is not None:
+            merge_adapter(job.model_dir, saved, out / FINAL, tokenizer)
+        summary["plots"] = plot_curves(history, spec.components, out)
+        write_atomic(out / GRPO_SUMMARY.path, json_text(summary))
+    return summary
