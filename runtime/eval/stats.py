@@ -71,6 +71,8 @@ def paired_ratio(pairs: list[tuple[float, float]], seed: int = 0, resamples: int
             dropped += 1
     ratios.sort()
     kept = len(ratios)
+    if not kept:       # every resample missed the few instances with a baseline cost
+        return {"value": round(sum(a for a, _ in pairs) / base, 6), "ci": [0.0, 0.0], "n": n, "dropped": dropped}
     return {"value": round(sum(a for a, _ in pairs) / base, 6),
             "ci": [round(ratios[int(0.025 * kept)], 6), round(ratios[max(int(0.975 * kept) - 1, 0)], 6)],
             "n": n, "dropped": dropped}
