@@ -512,6 +512,14 @@ class SFTStage(StageBase):
     """Stage I: supervised fine-tuning on the accepted trajectories."""
 
     kind: Literal["sft"] = "sft"
+    # A model trained from scratch learns the long, repetitive code first and writes it for
+    # whatever question it is asked. A warm-up on the short reasoning block alone, which
+    # restates the question and its parameters, teaches it to read the question first
+    # (docs/training.md, "Levers"). A pretrained model already reads its prompt.
+    prefix_epochs: float = Field(
+        0.0, ge=0, le=100, exclude_if=_omitted_at(0.0),
+        description="sft: warm-up passes, before `epochs`, over every assistant turn cut after its reasoning "
+        "block (the question restated with its parameters); 0: none")
 
 
 class GRPOStage(StageBase):

@@ -24,7 +24,7 @@ from pydantic_core import PydanticUndefined
 
 from craftc.ir import (
     BlockFormat, EvalSpec, ExecutionGate, GRPOStage, Judge, JudgeGate, LoraAdapter, ModelSpec, OutputGate,
-    Recipe, Reward, StageBase, Teacher, Tool,
+    Recipe, Reward, SFTStage, StageBase, Teacher, Tool,
 )
 
 __all__ = ["Key", "BLOCK_KEYS", "BLOCK_MODELS", "keys_of", "shown_default", "explain_setting"]
@@ -173,7 +173,8 @@ BLOCK_KEYS: dict[str, dict[str, Key]] = {
     "gate.judge": keys_of(JudgeGate),
     "reward": keys_of(Reward),
     "model": keys_of(ModelSpec),
-    "stage": {**keys_of(StageBase), **keys_of(GRPOStage, exclude=tuple(StageBase.model_fields))},
+    "stage": {**keys_of(StageBase), **keys_of(SFTStage, exclude=tuple(StageBase.model_fields)),
+              **keys_of(GRPOStage, exclude=tuple(StageBase.model_fields))},
     "eval": _eval_keys(),
     "tool": keys_of(Tool),
     "format": keys_of(BlockFormat),
@@ -197,8 +198,8 @@ def explain_setting(name: str) -> str | None:
     for kind, k in found:
         field_name = k.field or key
         model = BLOCK_MODELS[kind]
-        if kind == "stage" and field_name in StageBase.model_fields:
-            model = StageBase
+        if kind == "stage":
+            model = next((m for m in (StageBase, SFTStage, GRPOStage) if field_name in m.model_fields), model)
         field = (f"{model.__name__}.{field_name} in craftc/ir.py" if field_name in model.model_fields
                  else "not a field: lowering turns it into others")
         lines = [f"{kind}.{key}: {k.doc}", f"  type: {k.describe_type()}", f"  default: {k.default}"]

@@ -18,7 +18,7 @@ from craftc.ir import Recipe, Stage
 from craftc.version import __version__
 
 __all__ = ["accelerate_mode", "world_size", "trl_config", "trl_config_json", "accelerate_yaml", "launch_script",
-           "model_classes", "peft_config_json"]
+           "model_classes", "peft_config_json", "curriculum_json"]
 
 # Layer classes FSDP2 wraps and DeepSpeed keeps whole, by model family (matched in the
 # base model's name or path); Qwen3-MoE is tiny_moe's architecture and the default.
@@ -147,6 +147,13 @@ def launch_script(recipe: Recipe, stage: Stage) -> str:
     """The ``accelerate launch`` command line for the stage, as a bash script."""
     return render_template("stages/launch.sh.j2", recipe=recipe, stage=stage, nodes=stage.nodes,
                            version=__version__)
+
+
+def curriculum_json(recipe: Recipe, stage: Stage) -> str:
+    """``curriculum.json`` text of an sft stage with ``prefix_epochs``: the warm-up the trainer
+    runs before the whole conversations, and the tag each assistant turn is cut after."""
+    spec = {"prefix_epochs": float(stage.prefix_epochs), "cut_after": f"</{recipe.format.think}>"}
+    return json.dumps(spec, sort_keys=True, indent=2) + "\n"
 
 
 def peft_config_json(recipe: Recipe, stage: Stage) -> str:

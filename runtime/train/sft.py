@@ -40,10 +40,14 @@ from pathlib import Path
 from craftc.atomic import open_atomic, replace_dir, write_atomic
 from runtime.layout import ADAPTER, FINAL, SFT_SUMMARY
 from runtime.tracking import use_tracker_dir
+from runtime.train.curriculum import CurriculumError, read_curriculum
 from runtime.train.adapters import AdapterError, lora_config, merge_adapter, parameter_counts, read_peft_config
 from runtime.train.masking import check_masking, labels_for, mask_report, write_mask_report
 
 __all__ = ["SFTSetupError", "StepConfig", "main", "read_stage_plan", "sft_config", "train_sft"]
+
+# The warm-up's checkpoints (runtime.train.curriculum), inside the arm's out dir.
+PREFIX_DIR = "prefix"
 
 # Examples rendered into the mask report (a sample: rendering every example twice would
 # double the set-up time of a large dataset).
@@ -87,6 +91,7 @@ class StepConfig(dict):
     """The step config JSON with its paths resolved against the file's directory."""
 
     KEYS = ("model_dir", "dataset_dir", "out_dir", "trl_overrides")
+    OPTIONAL = ("prefix_overrides",)      # the warm-up's measured `max_steps` (the stuffed arm)
 
     @classmethod
     def read(cls, path: Path) -> "StepConfig":
@@ -98,13 +103,14 @@ class StepConfig(dict):
         except json.JSONDecodeError as exc:
             raise SFTSetupError(f"config `{path}` is not valid JSON: {exc}") from None
         missing = [k for k in cls.KEYS if k not in config]
-        extra = [k for k in config if k not in cls.KEYS]
+        extra = [k for k in config if k not in cls.KEYS + cls.OPTIONAL]
         if missing or extra:
             raise SFTSetupError(f"config `{path}` must hold exactly {{{', '.join(cls.KEYS)}}}"
                                 + (f"; missing: {', '.join(missing)}" if missing else "")
                                 + (f"; unknown: {', '.join(extra)}" if extra else ""))
         root = path.resolve().parent
-        return cls({k: (root / config[k] if k.endswith("_dir") else config[k]) for k in cls.KEYS})
+        return cls({k: (root / config[k] if k.endswith("_dir") else config[k])
+                    for k in cls.KEYS + cls.OPTIONAL if k in config})
 
 
 def _load_inputs(model_dir: Path, dataset_dir: Path):
@@ -210,8 +216,38 @@ def tokenized_dataset(tokenizer, dataset, roles: dict):
                        remove_columns=dataset.column_names, desc="masking")
 
 
+def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides: dict, peft, curriculum: dict,
+             prefix_overrides: dict, out: Path):
+    """The `prefix_epochs` warm-up (runtime.train.curriculum) on `model`, in place; its summary.
+
+    Its checkpoints go to `out/prefix`, so an interrupted warm-up resumes there; the model
+    it leaves (a PEFT model when the stage has `lora`) is what the main phase trains on.
+    """
+    from transformers.trainer_utils import get_last_checkpoint
+    from trl import SFTTrainer
+
+    from runtime.train.curriculum import prefix_conversations
+
+    examples = prefix_conversations(dataset, curriculum["cut_after"])
+    phase = {**overrides, "num_train_epochs": curriculum["prefix_epochs"],
+             "max_steps": int(prefix_overrides.get("max_steps", -1))}
+    if phase.get("run_name"):
+        phase["run_name"] += "-prefix"
+    phase_args = sft_config(trl_kwargs, out / PREFIX_DIR, phase)
+    trainer = SFTTrainer(model=model, args=phase_args, processing_class=tokenizer, peft_config=peft,
+                         train_dataset=tokenized_dataset(tokenizer, examples, roles))
+    resume = get_last_checkpoint(str(out / PREFIX_DIR)) if (out / PREFIX_DIR).is_dir() else None
+    result = trainer.train(resume_from_checkpoint=resume)
+    losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
+    tokens = max((e.get("num_tokens", 0) for e in trainer.state.log_history), default=0)
+    return trainer.model, {"examples": len(examples), "steps": trainer.state.global_step,
+                           "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
+                           "num_tokens": int(tokens), "train_runtime_s": round(result.metrics.get("train_runtime", 0.0), 3)}
+
+
 def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, overrides: dict | None = None,
-              peft_kwargs: dict | None = None) -> dict:
+              peft_kwargs: dict | None = None, curriculum: dict | None = None,
+              prefix_overrides: dict | None = None) -> dict:
     """Run Stage I SFT and return a summary (also written to `out_dir/sft_summary.json`).
 
     Args:
@@ -223,6 +259,9 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         overrides: TRL keys the step measured (the stuffed arm's `max_steps`, `max_length`).
         peft_kwargs: The plan's `stages/<stage>/peft_config.json` (`LoraConfig` kwargs), or None
             to train every weight.
+        curriculum: The plan's `stages/<stage>/curriculum.json` (a warm-up on each assistant
+            turn's reasoning block first), or None.
+        prefix_overrides: The warm-up's `max_steps` where the step measured it (the stuffed arm).
 
     Returns:
         `{"first_loss", "last_loss", "steps", "world_size", "train_runtime_s", "num_tokens",
@@ -254,14 +293,20 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         str(model_dir), local_files_only=True,
         dtype=torch.bfloat16 if args.bf16 else torch.float32)
     use_tracker_dir(trl_kwargs.get("report_to", "none"), out)
+    resume = get_last_checkpoint(str(out))
+    warm_up = None
+    if curriculum and curriculum["prefix_epochs"] > 0 and resume is None:
+        # A checkpoint of the main phase already holds the warmed-up weights.
+        model, warm_up = _warm_up(model, tokenizer, dataset, roles, trl_kwargs, overrides or {}, peft, curriculum,
+                                  prefix_overrides or {}, out)
+        peft = None    # the warm-up already wrapped the model in its adapter
     trainer = SFTTrainer(model=model, args=args, processing_class=tokenizer, peft_config=peft,
                          train_dataset=tokenized_dataset(tokenizer, dataset, roles))
     counts = parameter_counts(trainer.model)
-    resume = get_last_checkpoint(str(out))
     started = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume)
     wall = time.perf_counter() - started
-    if peft is None:
+    if peft_kwargs is None:
         _save_final(trainer, tokenizer, out)
     else:
         _save_final(trainer, tokenizer, out, ADAPTER)
@@ -281,8 +326,9 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         "tokens_per_s": round(tokens / wall, 1) if tokens and wall > 0 else None,
         "resumed_from": Path(resume).name if resume else None,
         "final_dir": FINAL,
-        "adapter": "lora" if peft is not None else None,
-        "adapter_dir": ADAPTER if peft is not None else None,
+        "adapter": "lora" if peft_kwargs else None,
+        "adapter_dir": ADAPTER if peft_kwargs else None,
+        "prefix_warm_up": warm_up,
         **counts,
     }
     if trainer.is_world_process_zero():
@@ -307,10 +353,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         trl_kwargs, roles = read_stage_plan(ns.plan_dir, ns.stage)
         peft_kwargs = read_peft_config(ns.plan_dir, ns.stage)
+        curriculum = read_curriculum(ns.plan_dir, ns.stage)
         config = StepConfig.read(ns.config)
         summary = train_sft(config["model_dir"], config["dataset_dir"], config["out_dir"], trl_kwargs, roles,
-                            config["trl_overrides"], peft_kwargs)
-    except (SFTSetupError, MaskingError, AdapterError) as exc:
+                            config["trl_overrides"], peft_kwargs, curriculum, config.get("prefix_overrides"))
+    except (SFTSetupError, MaskingError, AdapterError, CurriculumError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if _is_main_process():

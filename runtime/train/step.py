@@ -22,6 +22,7 @@ from craftc.ir import ModelSpec, Stage
 from runtime.layout import CORPUS, DATASET_DIR, FINAL, MANIFEST, SFT_ARMS, SFT_BASE, SFT_SUMMARY, sft_final
 from runtime.step_context import StepContext, StepError, StepResult
 from runtime.tracking import run_name
+from runtime.train.curriculum import CurriculumError, read_curriculum
 from runtime.train.stages import sft_stage
 
 __all__ = ["run_sft_step", "adopt_sft_step", "base_model_dir", "planned_tokens", "token_matched_steps",
@@ -64,13 +65,20 @@ def base_model_dir(ctx: StepContext, stage: Stage, corpus: Path) -> Path:
     return path
 
 
-def example_lengths(model_dir: Path, dataset_dir: Path) -> list[int]:
-    """Tokens of each conversation, rendered with the model's own chat template."""
+def example_lengths(model_dir: Path, dataset_dir: Path, cut_after: str | None = None) -> list[int]:
+    """Tokens of each conversation, rendered with the model's own chat template.
+
+    With `cut_after`, of each warm-up example instead (runtime.train.curriculum).
+    """
     from datasets import load_from_disk
     from transformers import AutoTokenizer
 
+    from runtime.train.curriculum import prefix_messages
+
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     rows = load_from_disk(str(dataset_dir))["messages"]
+    if cut_after is not None:
+        rows = [cut for messages in rows for cut in prefix_messages(messages, cut_after)]
     return [len(tokenizer.apply_chat_template(m, tokenize=True, return_dict=True)["input_ids"]) for m in rows]
 
 
@@ -130,6 +138,14 @@ def run_sft_step(ctx: StepContext) -> StepResult:
     ctx.artifact("specs/masking.json")               # read by the trainer, which the step launches
     if stage.lora is not None:
         ctx.artifact(f"stages/{stage.name}/peft_config.json")   # the trainer's LoraConfig
+    curriculum = None
+    if getattr(stage, "prefix_epochs", 0):
+        # the trainer's warm-up; read here for the stuffed arm's token budget
+        ctx.artifact(f"stages/{stage.name}/curriculum.json")
+        try:
+            curriculum = read_curriculum(ctx.plan_dir, stage.name)
+        except CurriculumError as exc:
+            raise StepError(str(exc)) from None
     processes = _num_processes(ctx.artifact(f"stages/{stage.name}/accelerate.yaml"))
     if ctx.launch:
         try:
@@ -147,17 +163,30 @@ def run_sft_step(ctx: StepContext) -> StepResult:
     per_step = trl_kwargs["per_device_train_batch_size"] * trl_kwargs["gradient_accumulation_steps"] * processes
     stripped_tokens = planned_tokens(lengths["stripped"], trl_kwargs["max_length"], trl_kwargs, per_step)
     metrics.update(baseline_budget=budget, planned_stripped_tokens=stripped_tokens, commands={})
+    prefix_tokens = None
+    if curriculum is not None:
+        prefix_lengths = {mode: example_lengths(model_dir, data_dir / mode, curriculum["cut_after"])
+                          for _, mode in ARMS}
+        prefix_kwargs = {"max_steps": -1, "num_train_epochs": curriculum["prefix_epochs"]}
+        prefix_tokens = planned_tokens(prefix_lengths["stripped"], trl_kwargs["max_length"], prefix_kwargs, per_step)
+        metrics.update(prefix_examples=len(prefix_lengths["stripped"]), planned_stripped_prefix_tokens=prefix_tokens)
     for arm, mode in ARMS:
         max_length = arm_max_length(trl_kwargs["max_length"], context, longest[mode], longest["stripped"])
         # The two values the step measures instead of compiling; the config records them.
         overrides = {"max_length": max_length}
         if "run_name" not in trl_kwargs:
             overrides["run_name"] = run_name(ctx.plan.recipe.name, stage.name, ctx.plan.content_hash, arm)
+        prefix_overrides = None
         if arm == "stuffed" and budget == "tokens":
             overrides["max_steps"] = token_matched_steps(stripped_tokens, lengths[mode], per_step)
             metrics["stuffed_max_steps"] = overrides["max_steps"]
             ctx.console.print(f"stuffed baseline: {overrides['max_steps']} steps, the stripped arm's "
                               f"{stripped_tokens:,} planned training tokens (baseline_budget tokens)")
+            if prefix_tokens is not None:
+                prefix_overrides = {"max_steps": token_matched_steps(prefix_tokens, prefix_lengths[mode], per_step)}
+                metrics["stuffed_prefix_max_steps"] = prefix_overrides["max_steps"]
+                ctx.console.print(f"stuffed baseline warm-up: {prefix_overrides['max_steps']} steps, the stripped "
+                                  f"arm's {prefix_tokens:,} planned warm-up tokens")
         metrics[f"{arm}_longest_example_tokens"] = longest[mode]
         metrics[f"{arm}_max_length"] = max_length
         if longest[mode] > max_length:
@@ -167,6 +196,8 @@ def run_sft_step(ctx: StepContext) -> StepResult:
         config = {"model_dir": _relative(model_dir.resolve(), ctx.out_dir.resolve()),
                   "dataset_dir": _relative((data_dir / mode).resolve(), ctx.out_dir.resolve()),
                   "out_dir": arm, "trl_overrides": overrides}
+        if prefix_overrides is not None:
+            config["prefix_overrides"] = prefix_overrides
         config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         ctx.console.print(f"[bold]{arm}[/] ({mode} input)")
         metrics["commands"][arm] = launch_stage(ctx, "sft", stage.name, config_path)

@@ -1,0 +1,73 @@
+"""`stage sft { prefix_epochs N }`: a warm-up on each turn's reasoning block before the whole conversations."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runtime.train.curriculum import CurriculumError, prefix_conversations, prefix_messages, read_curriculum
+from runtime.train.masking import ASSISTANT_ONLY
+from runtime.train.sft import PREFIX_DIR, StepConfig, train_sft
+from test_sft import SHORT
+
+CONVERSATION = [
+    {"role": "system", "content": "You are an analyst."},
+    {"role": "user", "content": "Top 3 campaigns"},
+    {"role": "assistant", "content": "<THINK>\nQuestion: Top 3 campaigns\n</THINK>\n<PLAN>\nrank\n</PLAN>\n<CODE>\nx\n</CODE>"},
+    {"role": "tool", "content": "3 rows"},
+    {"role": "assistant", "content": "<ANSWER>\nthree\n</ANSWER>"},
+    {"role": "user", "content": "Only search"},
+    {"role": "assistant", "content": "<THINK>\nQuestion: only search\n</THINK>\n<PLAN>\nfilter\n</PLAN>"},
+]
+
+
+def test_every_turn_with_a_reasoning_block_becomes_one_example_cut_after_it():
+    examples = prefix_messages(CONVERSATION, "</THINK>")
+    assert [len(e) for e in examples] == [3, 7]
+    assert examples[0][-1]["content"] == "<THINK>\nQuestion: Top 3 campaigns\n</THINK>"
+    assert examples[1][-1]["content"] == "<THINK>\nQuestion: only search\n</THINK>"
+    # the history before a later turn is the conversation as it was, whole
+    assert examples[1][:6] == CONVERSATION[:6]
+
+
+def test_a_teachers_failed_attempt_is_never_a_warm_up_target():
+    failed = [*CONVERSATION[:2], {**CONVERSATION[2], "masked": True}]
+    assert prefix_messages(failed, "</THINK>") == []
+
+
+def test_the_warm_up_dataset_keeps_the_datasets_order():
+    from datasets import Dataset
+
+    ds = Dataset.from_list([{"messages": CONVERSATION}, {"messages": CONVERSATION[:3]}])
+    assert [len(m) for m in prefix_conversations(ds, "</THINK>")["messages"]] == [3, 7, 3]
+
+
+def test_the_plan_file_is_read_or_named_with_the_fix(tmp_path):
+    assert read_curriculum(tmp_path, "sft") is None
+    stage = tmp_path / "stages" / "sft"
+    stage.mkdir(parents=True)
+    (stage / "curriculum.json").write_text(json.dumps({"prefix_epochs": 2, "cut_after": "</THINK>"}))
+    assert read_curriculum(tmp_path, "sft") == {"prefix_epochs": 2.0, "cut_after": "</THINK>"}
+    (stage / "curriculum.json").write_text("{")
+    with pytest.raises(CurriculumError, match="curriculum.json.*recompile"):
+        read_curriculum(tmp_path, "sft")
+
+
+def test_the_step_config_may_carry_the_warm_ups_measured_steps(tmp_path):
+    config = {"model_dir": "m", "dataset_dir": "d", "out_dir": "o", "trl_overrides": {},
+              "prefix_overrides": {"max_steps": 3}}
+    (tmp_path / "c.json").write_text(json.dumps(config))
+    assert StepConfig.read(tmp_path / "c.json")["prefix_overrides"] == {"max_steps": 3}
+
+
+def test_the_warm_up_trains_first_then_the_whole_conversations(tiny_model_dir, dataset_dir, tmp_path):
+    curriculum = {"prefix_epochs": 1.0, "cut_after": "</THINK>"}
+    summary = train_sft(tiny_model_dir, dataset_dir, tmp_path, {**SHORT, "max_steps": 4, "save_steps": 100},
+                        ASSISTANT_ONLY, curriculum=curriculum, prefix_overrides={"max_steps": 3})
+    warm_up = summary["prefix_warm_up"]
+    assert warm_up["steps"] == 3 and warm_up["examples"] > 0
+    assert summary["steps"] == 4                       # the main phase counts its own steps
+    assert (tmp_path / PREFIX_DIR).is_dir() and (tmp_path / "final" / "config.json").is_file()
+    # a warm-up example trains a few dozen tokens, a whole conversation hundreds
+    assert warm_up["num_tokens"] / (3 * SHORT["per_device_train_batch_size"]) < summary["num_tokens"] / 16
