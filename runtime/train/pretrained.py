@@ -9,6 +9,7 @@ float32 (it needs the `gguf` package: `make setup-pretrained`).
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
 from pathlib import Path
 
@@ -53,7 +54,9 @@ def use_chatml_training_template(tokenizer) -> bool:
     from runtime.train.tiny_moe import CHAT_TEMPLATE
 
     template = tokenizer.chat_template or ""
-    if "<|im_start|>" in template and "generation" not in template and tokenizer.eos_token == "<|im_end|>":
+    # `add_generation_prompt` is in nearly every template: look for the block tag itself.
+    marked = re.search(r"\{%-?\s*generation\s*-?%\}", template) is not None
+    if "<|im_start|>" in template and not marked and tokenizer.eos_token == "<|im_end|>":
         tokenizer.chat_template = CHAT_TEMPLATE
         return True
     return False
