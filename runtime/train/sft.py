@@ -234,6 +234,7 @@ def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides
     if phase.get("run_name"):
         phase["run_name"] += "-prefix"
     phase_args = sft_config(trl_kwargs, out / PREFIX_DIR, phase)
+    use_tracker_dir(trl_kwargs.get("report_to", "none"), out / PREFIX_DIR)   # its own curves
     trainer = SFTTrainer(model=model, args=phase_args, processing_class=tokenizer, peft_config=peft,
                          train_dataset=tokenized_dataset(tokenizer, examples, roles))
     resume = get_last_checkpoint(str(out / PREFIX_DIR)) if (out / PREFIX_DIR).is_dir() else None
@@ -292,7 +293,6 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
     model = AutoModelForCausalLM.from_pretrained(
         str(model_dir), local_files_only=True,
         dtype=torch.bfloat16 if args.bf16 else torch.float32)
-    use_tracker_dir(trl_kwargs.get("report_to", "none"), out)
     resume = get_last_checkpoint(str(out))
     warm_up = None
     if curriculum and curriculum["prefix_epochs"] > 0 and resume is None:
@@ -300,6 +300,7 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         model, warm_up = _warm_up(model, tokenizer, dataset, roles, trl_kwargs, overrides or {}, peft, curriculum,
                                   prefix_overrides or {}, out)
         peft = None    # the warm-up already wrapped the model in its adapter
+    use_tracker_dir(trl_kwargs.get("report_to", "none"), out)
     trainer = SFTTrainer(model=model, args=args, processing_class=tokenizer, peft_config=peft,
                          train_dataset=tokenized_dataset(tokenizer, dataset, roles))
     counts = parameter_counts(trainer.model)

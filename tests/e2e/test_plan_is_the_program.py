@@ -20,7 +20,7 @@ from tests.rewards.conftest import call, user_turn
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = (ROOT / "recipes/ads_analytics.craft").read_text()
-SMOKE_SFT = "stage sft  { steps 4  batch 2  per_device_batch 2  max_length 1536 }"
+SMOKE_SFT = "stage sft  { prefix_epochs 1  steps 4  batch 2  per_device_batch 2  max_length 1536 }"
 SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 4 }"
 PREPARED_STEPS = ("world", "distill", "gate", "dataset")
 
