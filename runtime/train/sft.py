@@ -40,8 +40,8 @@ from pathlib import Path
 from craftc.atomic import open_atomic, replace_dir, write_atomic
 from runtime.layout import ADAPTER, FINAL, SFT_SUMMARY
 from runtime.tracking import use_tracker_dir
-from runtime.train.curriculum import CurriculumError, read_curriculum
 from runtime.train.adapters import AdapterError, lora_config, merge_adapter, parameter_counts, read_peft_config
+from runtime.train.curriculum import CurriculumError, prefix_conversations, read_curriculum
 from runtime.train.masking import check_masking, labels_for, mask_report, write_mask_report
 
 __all__ = ["SFTSetupError", "StepConfig", "main", "read_stage_plan", "sft_config", "train_sft"]
@@ -106,6 +106,7 @@ class StepConfig(dict):
         extra = [k for k in config if k not in cls.KEYS + cls.OPTIONAL]
         if missing or extra:
             raise SFTSetupError(f"config `{path}` must hold exactly {{{', '.join(cls.KEYS)}}}"
+                                f" (and optionally {', '.join(cls.OPTIONAL)})"
                                 + (f"; missing: {', '.join(missing)}" if missing else "")
                                 + (f"; unknown: {', '.join(extra)}" if extra else ""))
         root = path.resolve().parent
@@ -226,9 +227,11 @@ def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides
     from transformers.trainer_utils import get_last_checkpoint
     from trl import SFTTrainer
 
-    from runtime.train.curriculum import prefix_conversations
-
     examples = prefix_conversations(dataset, curriculum["cut_after"])
+    if len(examples) == 0:
+        raise SFTSetupError(f"the plan asks for a warm-up of {curriculum['prefix_epochs']:g} passes, but no assistant "
+                            f"turn holds `{curriculum['cut_after']}`; write the reasoning block in the trajectories, "
+                            "or remove `prefix_epochs` from the sft stage")
     phase = {**overrides, "num_train_epochs": curriculum["prefix_epochs"],
              "max_steps": int(prefix_overrides.get("max_steps", -1))}
     if phase.get("run_name"):

@@ -22,7 +22,7 @@ from craftc.ir import ModelSpec, Stage
 from runtime.layout import CORPUS, DATASET_DIR, FINAL, MANIFEST, SFT_ARMS, SFT_BASE, SFT_SUMMARY, sft_final
 from runtime.step_context import StepContext, StepError, StepResult
 from runtime.tracking import run_name
-from runtime.train.curriculum import CurriculumError, read_curriculum
+from runtime.train.curriculum import CurriculumError, prefix_messages, read_curriculum
 from runtime.train.stages import sft_stage
 
 __all__ = ["run_sft_step", "adopt_sft_step", "base_model_dir", "planned_tokens", "token_matched_steps",
@@ -65,21 +65,20 @@ def base_model_dir(ctx: StepContext, stage: Stage, corpus: Path) -> Path:
     return path
 
 
-def example_lengths(model_dir: Path, dataset_dir: Path, cut_after: str | None = None) -> list[int]:
-    """Tokens of each conversation, rendered with the model's own chat template.
-
-    With `cut_after`, of each warm-up example instead (runtime.train.curriculum).
-    """
+def example_lengths(model_dir: Path, dataset_dir: Path, cut_after: str | None = None) -> tuple[list[int], list[int]]:
+    """Tokens of each conversation, and of each warm-up example cut after `cut_after`
+    (runtime.train.curriculum; none without it), rendered with the model's own chat template."""
     from datasets import load_from_disk
     from transformers import AutoTokenizer
 
-    from runtime.train.curriculum import prefix_messages
-
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     rows = load_from_disk(str(dataset_dir))["messages"]
-    if cut_after is not None:
-        rows = [cut for messages in rows for cut in prefix_messages(messages, cut_after)]
-    return [len(tokenizer.apply_chat_template(m, tokenize=True, return_dict=True)["input_ids"]) for m in rows]
+    cuts = [cut for messages in rows for cut in prefix_messages(messages, cut_after)] if cut_after else []
+
+    def length(messages: list[dict]) -> int:
+        return len(tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True)["input_ids"])
+
+    return [length(m) for m in rows], [length(m) for m in cuts]
 
 
 def planned_tokens(lengths: list[int], max_length: int, trl_kwargs: dict, examples_per_step: int) -> int:
@@ -139,7 +138,7 @@ def run_sft_step(ctx: StepContext) -> StepResult:
     if stage.lora is not None:
         ctx.artifact(f"stages/{stage.name}/peft_config.json")   # the trainer's LoraConfig
     curriculum = None
-    if getattr(stage, "prefix_epochs", 0):
+    if stage.prefix_epochs:
         # the trainer's warm-up; read here for the stuffed arm's token budget
         ctx.artifact(f"stages/{stage.name}/curriculum.json")
         try:
@@ -157,7 +156,9 @@ def run_sft_step(ctx: StepContext) -> StepResult:
     metrics: dict = {"base_model": SFT_BASE.path if model_dir.is_relative_to(ctx.out_dir) else stage.base,
                      "launch": "step" if ctx.launch else "manual"}
     context = _model_spec(ctx, stage).context
-    lengths = {mode: example_lengths(model_dir, data_dir / mode) for _, mode in ARMS}
+    cut_after = curriculum["cut_after"] if curriculum else None
+    measured = {mode: example_lengths(model_dir, data_dir / mode, cut_after) for _, mode in ARMS}
+    lengths = {mode: whole for mode, (whole, _) in measured.items()}
     longest = {mode: max(values, default=0) for mode, values in lengths.items()}
     budget = ctx.plan.recipe.eval.baseline_budget
     per_step = trl_kwargs["per_device_train_batch_size"] * trl_kwargs["gradient_accumulation_steps"] * processes
@@ -165,8 +166,11 @@ def run_sft_step(ctx: StepContext) -> StepResult:
     metrics.update(baseline_budget=budget, planned_stripped_tokens=stripped_tokens, commands={})
     prefix_tokens = None
     if curriculum is not None:
-        prefix_lengths = {mode: example_lengths(model_dir, data_dir / mode, curriculum["cut_after"])
-                          for _, mode in ARMS}
+        prefix_lengths = {mode: cuts for mode, (_, cuts) in measured.items()}
+        if not prefix_lengths["stripped"]:
+            raise StepError(f"stage `{stage.name}` asks for `prefix_epochs {curriculum['prefix_epochs']:g}`, but no "
+                            f"assistant turn in {data_dir} holds `{cut_after}`; write the reasoning block in the "
+                            "teacher's trajectories, or remove `prefix_epochs`")
         prefix_kwargs = {"max_steps": -1, "num_train_epochs": curriculum["prefix_epochs"]}
         prefix_tokens = planned_tokens(prefix_lengths["stripped"], trl_kwargs["max_length"], prefix_kwargs, per_step)
         metrics.update(prefix_examples=len(prefix_lengths["stripped"]), planned_stripped_prefix_tokens=prefix_tokens)

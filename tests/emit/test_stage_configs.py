@@ -121,8 +121,6 @@ def test_processes_default_to_one_cpu_process_per_node(recipe):
 
 def test_only_an_sft_stage_with_prefix_epochs_has_a_curriculum_in_the_plan(recipe, solutions):
     """`prefix_epochs` is not a TRL key: it drives its own plan file, which the trainer reads."""
-    import json as _json
-
     from craftc.emit.plan import render_plan_files
 
     sft = next(s for s in recipe.stages if s.kind == "sft")
@@ -130,6 +128,6 @@ def test_only_an_sft_stage_with_prefix_epochs_has_a_curriculum_in_the_plan(recip
     warmed = recipe.model_copy(update={"stages": tuple(
         s.model_copy(update={"prefix_epochs": 2.0}) if s.kind == "sft" else s for s in recipe.stages)})
     files = render_plan_files(warmed, solutions)
-    assert _json.loads(files["stages/sft/curriculum.json"]) == {"cut_after": "</THINK>", "prefix_epochs": 2.0}
-    assert "prefix_epochs" not in _json.loads(files["stages/sft/trl_config.json"])
+    assert json.loads(files["stages/sft/curriculum.json"]) == {"cut_after": "</THINK>", "prefix_epochs": 2.0}
+    assert "prefix_epochs" not in json.loads(files["stages/sft/trl_config.json"])
     assert "stages/grpo/curriculum.json" not in files

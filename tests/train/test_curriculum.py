@@ -8,7 +8,7 @@ import pytest
 
 from runtime.train.curriculum import CurriculumError, prefix_conversations, prefix_messages, read_curriculum
 from runtime.train.masking import ASSISTANT_ONLY
-from runtime.train.sft import PREFIX_DIR, StepConfig, train_sft
+from runtime.train.sft import PREFIX_DIR, SFTSetupError, StepConfig, train_sft
 from test_sft import SHORT
 
 CONVERSATION = [
@@ -71,3 +71,10 @@ def test_the_warm_up_trains_first_then_the_whole_conversations(tiny_model_dir, d
     assert (tmp_path / PREFIX_DIR).is_dir() and (tmp_path / "final" / "config.json").is_file()
     # a warm-up example trains a few dozen tokens, a whole conversation hundreds
     assert warm_up["num_tokens"] / (3 * SHORT["per_device_train_batch_size"]) < summary["num_tokens"] / 16
+
+
+def test_a_warm_up_with_nothing_to_cut_is_refused_before_any_training(tiny_model_dir, dataset_dir, tmp_path):
+    curriculum = {"prefix_epochs": 1.0, "cut_after": "</SCRATCH>"}     # a tag the conversations never use
+    with pytest.raises(SFTSetupError, match="no assistant turn holds `</SCRATCH>`.*remove `prefix_epochs`"):
+        train_sft(tiny_model_dir, dataset_dir, tmp_path, SHORT, ASSISTANT_ONLY, curriculum=curriculum)
+    assert not (tmp_path / "final").exists() and not list(tmp_path.glob("checkpoint-*"))
