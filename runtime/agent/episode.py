@@ -11,7 +11,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["DISCOVERY_CALLS", "ExecRecord", "ModelCall", "UserTurn", "Episode", "count_discovery"]
+__all__ = ["DISCOVERY_CALLS", "ExecRecord", "ModelCall", "UserTurn", "Episode", "answer_text", "count_discovery",
+           "tool_output_text"]
+
+# How much of an error message a tool message shows: its first line, this long at most.
+ERROR_CHARS = 300
 
 # Warehouse API methods that explore the schema instead of answering the question.
 DISCOVERY_CALLS = ("list_entities", "describe", "describe_entity")
@@ -50,6 +54,52 @@ class ExecRecord:
             api_calls=tuple(result.api_calls), wall_s=float(result.wall_s),
         )
 
+    @classmethod
+    def from_summary(cls, execution: dict[str, Any]) -> "ExecRecord":
+        """From the gate's JSON summary of a candidate's execution (``gate/accepted.jsonl``)."""
+        return cls(
+            ok=bool(execution.get("ok")), error_class=execution.get("error_class"),
+            error_type=execution.get("error_type"), error_message=execution.get("error_message"),
+            rows=int(execution.get("rows") or 0), columns=tuple(execution.get("columns") or ()),
+            preview=execution.get("preview") or "",
+        )
+
+
+def tool_output_text(record: ExecRecord) -> str:
+    """What the agent is shown after its CODE ran: the result preview, or the error on one line.
+
+    The one home of a tool message's body. The training conversations (dataset step),
+    the teacher's repair requests (distill feedback), GRPO rollouts and eval all show
+    this text, so a trained agent reads at eval exactly what it learned to read.
+
+    Example:
+        >>> tool_output_text(ExecRecord(ok=False, error_type="BinderError", error_message="no column x\nLINE 1"))
+        'BinderError: no column x'
+    """
+    if record.ok:
+        return record.preview.rstrip() or f"[{record.rows} rows]"
+    kind = record.error_type or record.error_class or "Error"
+    lines = (record.error_message or "").strip().splitlines()
+    message = lines[0][:ERROR_CHARS] if lines else ""
+    return message if message.startswith(f"{kind}:") else f"{kind}: {message}".rstrip(": ")
+
+
+def answer_text(record: ExecRecord) -> str:
+    """The short final answer a turn closes with, summarising its result.
+
+    The training conversations close every turn with it (synthetic: written from the
+    result, not by a teacher), and the agent loop asks the agent for its own after a
+    successful run, so later turns see the history they were trained on.
+
+    Example:
+        >>> answer_text(ExecRecord(ok=True, rows=2, columns=("day", "clicks"), preview="day clicks\n  1     40"))
+        'The result has 2 rows with day, clicks. First row: 1 40.'
+    """
+    preview = [line for line in record.preview.splitlines() if line.strip()]
+    first = f" First row: {' '.join(preview[1].split())}." if len(preview) > 1 else ""
+    rows = record.rows
+    return f"The result has {rows} row{'s' if rows != 1 else ''} with {', '.join(record.columns)}.{first}"
+
 
 @dataclass
 class ModelCall:
@@ -78,6 +128,7 @@ class UserTurn:
     final_code: str | None = None       # the code of that execution
     final_plan: str | None = None
     answer: str | None = None
+    answer_call: ModelCall | None = None  # the call that wrote the answer after a successful run
     # Filled by scoring (evaluation, rewards), not by the loop:
     passed: bool | None = None          # final result passes the expectations vs the reference
     kept_constraints: bool | None = None  # follow-ups: earlier turns' constraints still in the code
@@ -111,14 +162,18 @@ class Episode:
     def from_dict(cls, data: dict) -> "Episode":
         turns = []
         for t in data.get("turns", ()):
-            calls = []
-            for c in t.get("calls", ()):
-                c = dict(c)
-                if c.get("exec") is not None:
-                    e = dict(c["exec"])
-                    e["columns"] = tuple(e.get("columns", ()))
-                    e["api_calls"] = tuple(e.get("api_calls", ()))
-                    c["exec"] = ExecRecord(**e)
-                calls.append(ModelCall(**c))
-            turns.append(UserTurn(**{**{k: v for k, v in t.items() if k != "calls"}, "calls": calls}))
+            calls = [_call_from_dict(c) for c in t.get("calls", ())]
+            answer_call = _call_from_dict(t["answer_call"]) if t.get("answer_call") else None
+            rest = {k: v for k, v in t.items() if k not in ("calls", "answer_call")}
+            turns.append(UserTurn(**rest, calls=calls, answer_call=answer_call))
         return cls(**{**{k: v for k, v in data.items() if k != "turns"}, "turns": turns})
+
+
+def _call_from_dict(data: dict) -> ModelCall:
+    c = dict(data)
+    if c.get("exec") is not None:
+        e = dict(c["exec"])
+        e["columns"] = tuple(e.get("columns", ()))
+        e["api_calls"] = tuple(e.get("api_calls", ()))
+        c["exec"] = ExecRecord(**e)
+    return ModelCall(**c)

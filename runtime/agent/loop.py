@@ -3,8 +3,11 @@
 For each user turn of a task the model writes a three-block turn; its ``<CODE>``
 runs in the sandbox and the output comes back as a ``tool`` message. A successful
 execution or an ``<ANSWER>`` ends the user turn; an error lets the model repair,
-up to ``max_turns`` model calls per user turn. Then the next user turn of the
-conversation is asked, with the whole history in context.
+up to ``max_turns`` model calls per user turn. After a successful run, when another
+user turn follows, the model first writes its ``<ANSWER>`` (one more call, kept as
+``UserTurn.answer_call``, outside ``calls``), because every training conversation
+closes each turn that way. Then the next user turn is asked, with the whole
+history in context.
 
 Episodes advance in lockstep so that every step is one batched ``generate`` call
 (greedy decoding is then deterministic and fast enough for evaluation).
@@ -17,11 +20,11 @@ from pathlib import Path
 
 from craftc.ir import BlockFormat
 from runtime.distill.blocks import parse_turn
-from runtime.agent.episode import Episode, ExecRecord, ModelCall, UserTurn, count_discovery
+from runtime.agent.episode import Episode, ExecRecord, ModelCall, UserTurn, count_discovery, tool_output_text
 from runtime.agent.generate import Generation, HFGenerator
 from runtime.agent.task import AgentTask
 
-__all__ = ["TurnWording", "run_episode", "run_episodes", "tool_output_text"]
+__all__ = ["TurnWording", "run_episode", "run_episodes"]
 
 
 @dataclass(frozen=True)
@@ -60,14 +63,6 @@ class TurnWording:
         return self.tool.replace("{output}", output)
 
 
-def tool_output_text(record: ExecRecord) -> str:
-    """What the model sees after its code ran: the preview, or the error in one line."""
-    if record.ok:
-        return record.preview or f"[{record.rows} rows]"
-    detail = ": ".join(x for x in (record.error_type, record.error_message) if x)
-    return f"error {record.error_class}" + (f": {detail}" if detail else "")
-
-
 @dataclass
 class _Run:
     """Loop state of one episode."""
@@ -77,6 +72,7 @@ class _Run:
     messages: list[dict]
     turn_no: int = 0
     done: bool = False
+    answering: bool = False      # the turn's code ran: the next call writes its answer
 
 
 def _start_turn(run: _Run, wording: TurnWording) -> None:
@@ -191,8 +187,11 @@ def _generate_step(runs, active, generate, fmt, max_turns, wording, on_generatio
         parsed = parse_turn(gen.text, fmt)
         call = ModelCall(gen.input_tokens, gen.text, parsed.think, parsed.plan, parsed.code,
                          parsed.answer, parsed.complete)
-        run.episode.turns[-1].calls.append(call)
         run.messages.append({"role": "assistant", "content": gen.text})
+        if run.answering:
+            _finish_answer(run, call, wording)
+            continue
+        run.episode.turns[-1].calls.append(call)
         if parsed.code:
             jobs.append((parsed.code, run.task.params))
             waiting.append((i, call))
@@ -242,11 +241,19 @@ def _finish_without_code(run: _Run, call: ModelCall, answer: str | None, max_tur
         _advance(run, wording)
         return
     # Neither code nor answer: tell the model, let it try again within its budget.
-    call.tool_message = wording.render_tool("error FormatError: no <CODE> block and no <ANSWER> block")
+    call.tool_message = wording.render_tool("FormatError: no <CODE> block and no <ANSWER> block")
     if len(turn.calls) >= max_turns:
         _advance(run, wording)
     else:
         run.messages.append({"role": "tool", "content": call.tool_message})
+
+
+def _finish_answer(run: _Run, call: ModelCall, wording: TurnWording) -> None:
+    """The call after a successful run: whatever it writes closes the turn (code is not run)."""
+    turn = run.episode.turns[-1]
+    turn.answer_call, turn.answer = call, call.answer
+    run.answering = False
+    _advance(run, wording)
 
 
 def _finish_with_exec(run: _Run, call: ModelCall, result, max_turns: int, wording: TurnWording) -> None:
@@ -259,7 +266,12 @@ def _finish_with_exec(run: _Run, call: ModelCall, result, max_turns: int, wordin
     if record.ok:
         turn.final_ok, turn.final_code, turn.final_plan = True, call.code, call.plan
         turn.final_frame = result.result_frame
-        _advance(run, wording)
+        if run.turn_no + 1 < len(run.task.turns):
+            # As in training, a turn closes with the agent's ANSWER before the next question;
+            # the next call writes it. The last turn's answer is not asked: nothing reads it.
+            run.answering = True
+        else:
+            _advance(run, wording)
     elif len(turn.calls) >= max_turns:
         _advance(run, wording)
 

@@ -23,9 +23,10 @@ from typing import Any
 
 from craftc.ir import BlockFormat
 from craftc.tokens import estimate_tokens
+from runtime.agent.episode import ExecRecord, answer_text, tool_output_text
 from runtime.distill.blocks import format_answer, format_turn, parse_turn
 
-__all__ = ["MODES", "TOKEN_COUNTER", "read_turn_templates", "tool_output", "answer_text",
+__all__ = ["MODES", "TOKEN_COUNTER", "read_turn_templates", "tool_output",
            "build_examples", "save_dataset", "corpus_text"]
 
 MODES = ("stripped", "stuffed")
@@ -52,19 +53,12 @@ def read_turn_templates(text: str) -> dict[str, str]:
 
 
 def tool_output(execution: dict[str, Any]) -> str:
-    """What the agent sees after its code ran: the preview, or the error."""
-    if not execution.get("ok"):
-        return f"{execution.get('error_type') or execution.get('error_class')}: {execution.get('error_message', '')}".strip()
-    rows = execution.get("rows", 0)
-    return f"{rows} rows\n{execution.get('preview', '').rstrip()}"
+    """What the agent sees after its code ran, from the gate's execution summary.
 
-
-def answer_text(execution: dict[str, Any]) -> str:
-    """A short final answer summarising the result."""
-    rows, columns = execution.get("rows", 0), execution.get("columns", [])
-    preview = [line for line in execution.get("preview", "").splitlines() if line.strip()]
-    first = f" First row: {' '.join(preview[1].split())}." if len(preview) > 1 else ""
-    return f"The result has {rows} row{'s' if rows != 1 else ''} with {', '.join(columns)}.{first}"
+    The same text the agent loop shows at eval and in GRPO rollouts
+    (``runtime.agent.episode.tool_output_text``).
+    """
+    return tool_output_text(ExecRecord.from_summary(execution))
 
 
 def _canonical(text: str, fmt: BlockFormat) -> str:
@@ -83,7 +77,9 @@ def build_examples(instances: list[dict[str, Any]], accepted: dict[tuple[str, in
         for turn_index in range(len(instance["turns"])):
             unique, seen = [], set()
             for record in accepted.get((instance["instance_id"], turn_index), []):
-                key = _canonical(record["text"], fmt)
+                # A repaired trajectory (its failed attempts kept) teaches something a clean
+                # one with the same final turn does not: the attempts are part of its key.
+                key = (*(_canonical(a["text"], fmt) for a in record.get("attempts", [])), _canonical(record["text"], fmt))
                 if key not in seen:
                     seen.add(key)
                     unique.append((key, record))
@@ -96,7 +92,8 @@ def build_examples(instances: list[dict[str, Any]], accepted: dict[tuple[str, in
         for variant in range(variants):
             body = []
             for turn_index, options in enumerate(chosen_per_turn):
-                text, record = options[variant % len(options)]
+                key, record = options[variant % len(options)]
+                text = key[-1]
                 body.append({"role": "user", "content": templates["user"].format(ask=instance["turns"][turn_index]["ask"])})
                 # Teacher feedback with `failed_attempts masked`: the failed turns and their
                 # errors stay in the conversation, masked from the loss.
@@ -105,7 +102,7 @@ def build_examples(instances: list[dict[str, Any]], accepted: dict[tuple[str, in
                              {"role": "tool", "content": attempt["output"]}]
                 body += [{"role": "assistant", "content": text},
                          {"role": "tool", "content": templates["tool"].format(output=tool_output(record["execution"]))},
-                         {"role": "assistant", "content": format_answer(answer_text(record["execution"]), fmt)}]
+                         {"role": "assistant", "content": format_answer(answer_text(ExecRecord.from_summary(record["execution"])), fmt)}]
             for mode in MODES:
                 messages = [{"role": "system", "content": systems[mode]}, *body]
                 out[mode].append({"messages": messages, "workflow": instance["workflow"],

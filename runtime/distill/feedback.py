@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from runtime.agent.episode import ExecRecord, tool_output_text
 from runtime.distill.blocks import parse_turn
 from runtime.distill.gates import execution_rejection
 from runtime.distill.teachers.base import TeacherRequest
@@ -33,9 +34,8 @@ __all__ = ["repair_candidates", "error_output"]
 
 
 def error_output(result) -> str:
-    """What the teacher is shown after its code failed: the error type and message."""
-    kind, message = result.error_type or result.error_class, (result.error_message or "").strip()[:1500]
-    return message if message.startswith(f"{kind}:") else f"{kind}: {message}".rstrip(": ")
+    """What the teacher is shown after its code failed: the tool message an agent gets."""
+    return tool_output_text(ExecRecord.from_result(result))
 
 
 def repair_candidates(teacher, requests: list[TeacherRequest], candidates: list[tuple[int, Any]], params: list[dict],

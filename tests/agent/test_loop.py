@@ -26,25 +26,31 @@ class Script:
         return out
 
 
-def test_a_correct_conversation_takes_one_call_per_user_turn(sandbox):
+def test_a_correct_conversation_takes_one_call_per_user_turn_and_an_answer_between_turns(sandbox):
     task = AgentTask.from_dict(task_dict(n=2))
     model = Script([assistant("Rank campaigns by budget.", TOP_CODE.format(n=2)),
+                    "<ANSWER>\nWinter Fly leads.\n</ANSWER>",
                     assistant("Keep travel campaigns.", TRAVEL_CODE.format(n=2))])
     episode = run_episode(model, None, task, SYSTEM, sandbox, max_turns=3)
     assert [len(t.calls) for t in episode.turns] == [1, 1]
     assert all(t.final_ok for t in episode.turns)
     assert list(episode.turns[0].final_frame["name"]) == ["Winter Fly", "Summer Trip"]
+    # As in every training conversation, the first turn closes with the agent's answer,
+    # kept apart from the code calls; the last turn's answer is not asked.
+    assert episode.turns[0].answer == "Winter Fly leads."
+    assert episode.turns[0].answer_call.input_tokens > 0
+    assert episode.turns[1].answer_call is None and len(model.seen) == 3
     # The second question is asked with the whole first exchange in context.
-    roles = [m["role"] for m in model.seen[1]]
-    assert roles == ["system", "user", "assistant", "tool", "user"]
-    assert "Winter Fly" in model.seen[1][3]["content"]
+    roles = [m["role"] for m in model.seen[2]]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert "Winter Fly" in model.seen[2][3]["content"]
 
 
 def test_an_execution_error_comes_back_as_a_tool_message_and_the_model_repairs(sandbox):
     task = AgentTask.from_dict(task_dict(n=2))
     broken = "result = api.query('SELECT nme FROM campaign')"
     model = Script([assistant("List campaigns.", broken), assistant("List campaigns.", TOP_CODE.format(n=2)),
-                    "<ANSWER>\nDone.\n</ANSWER>"])
+                    "<ANSWER>\nTwo campaigns.\n</ANSWER>", "<ANSWER>\nDone.\n</ANSWER>"])
     episode = run_episode(model, None, task, SYSTEM, sandbox, max_turns=3)
     first = episode.turns[0]
     assert [c.exec.ok for c in first.calls] == [False, True]
@@ -69,7 +75,7 @@ def test_the_repair_budget_ends_a_user_turn(sandbox):
 def test_discovery_calls_are_counted_per_model_call(sandbox):
     task = AgentTask.from_dict(task_dict(n=2))
     code = "api.list_entities()\napi.describe('campaign')\n" + TOP_CODE.format(n=2)
-    model = Script([assistant("p", code), "<ANSWER>ok</ANSWER>"])
+    model = Script([assistant("p", code), "<ANSWER>ok</ANSWER>", "<ANSWER>ok</ANSWER>"])
     episode = run_episode(model, None, task, SYSTEM, sandbox)
     assert episode.turns[0].calls[0].discovery_calls == 2
     assert episode.turns[0].calls[0].exec.api_calls == ("list_entities", "describe", "query")
@@ -85,12 +91,13 @@ def test_turn_wording_reads_both_templates(tmp_path):
 
 def test_episodes_round_trip_through_json(sandbox):
     task = AgentTask.from_dict(task_dict(n=3))
-    model = Script([assistant("p", TOP_CODE.format(n=3)), assistant("p", TRAVEL_CODE.format(n=3))])
+    model = Script([assistant("p", TOP_CODE.format(n=3)), "<ANSWER>three</ANSWER>", assistant("p", TRAVEL_CODE.format(n=3))])
     episode = run_episode(model, None, task, SYSTEM, sandbox)
     data = json.loads(json.dumps(episode.to_dict()))
     again = Episode.from_dict(data)
     assert again.to_dict() == episode.to_dict()
     assert again.turns[0].calls[0].exec.rows == 3
+    assert again.turns[0].answer_call.answer == "three"
 
 
 def test_load_tasks_reads_a_split_map_and_names_bad_files(tmp_path):

@@ -61,8 +61,8 @@ def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict[str
         ``(rows, plays)``: dataset rows (``prompt``, ``workflow``, ``row_key``) and the
         ``RolloutTask`` of each row key.
     """
-    from runtime.agent import AgentTask, ExecRecord, TurnWording, tool_output_text
-    from runtime.distill.blocks import format_turn
+    from runtime.agent import AgentTask, ExecRecord, TurnWording, answer_text, tool_output_text
+    from runtime.distill.blocks import format_answer, format_turn
 
     from craftc.ir import BlockFormat
 
@@ -86,9 +86,10 @@ def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict[str
             one = AgentTask(id=f"{task.id}/{t}", workflow=task.workflow, params=task.params, turns=(turn,))
             plays[one.id] = RolloutTask(one.id, task.workflow, prompt, one, [frames[t]], [expectations[t]])
             reference_turn = format_turn("Follow the plan.", turn.reference_plan, turn.reference_code, fmt)
+            record = ExecRecord.from_result(refs[t])
             messages = prompt + [{"role": "assistant", "content": reference_turn},
-                                 {"role": "tool", "content": wording.render_tool(
-                                     tool_output_text(ExecRecord.from_result(refs[t])))}]
+                                 {"role": "tool", "content": wording.render_tool(tool_output_text(record))},
+                                 {"role": "assistant", "content": format_answer(answer_text(record), fmt)}]
     for key, play in plays.items():
         rows.append({"prompt": play.prompt, "workflow": play.workflow, "row_key": key})
     return rows, plays

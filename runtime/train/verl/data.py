@@ -20,8 +20,8 @@ __all__ = ["rl_rows", "write_parquet"]
 
 def rl_rows(tasks, system_prompt: str, wording, fmt, sandbox, spec: dict) -> list[dict]:
     """The parquet rows of ``tasks`` (``runtime.agent.AgentTask``), references run in ``sandbox``."""
-    from runtime.agent import ExecRecord, tool_output_text
-    from runtime.distill.blocks import format_turn
+    from runtime.agent import ExecRecord, answer_text, tool_output_text
+    from runtime.distill.blocks import format_answer, format_turn
 
     rows = []
     for task in tasks:
@@ -39,9 +39,11 @@ def rl_rows(tasks, system_prompt: str, wording, fmt, sandbox, spec: dict) -> lis
                                "need_tools_kwargs": True,
                                "tools_kwargs": {"run_code": {"create_kwargs": {"params": params}}}},
             })
+            record = ExecRecord.from_result(result)
             messages += [{"role": "assistant", "content": format_turn("Follow the plan.", turn.reference_plan,
                                                                       turn.reference_code, fmt)},
-                         {"role": "tool", "content": wording.render_tool(tool_output_text(ExecRecord.from_result(result)))}]
+                         {"role": "tool", "content": wording.render_tool(tool_output_text(record))},
+                         {"role": "assistant", "content": format_answer(answer_text(record), fmt)}]
     return rows
 
 
