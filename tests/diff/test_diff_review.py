@@ -50,9 +50,11 @@ def _legacy_changes() -> tuple[list[str], list[str]]:
 # Lines of the frozen listing that later plan-format changes made stale: hidden-attribute
 # counts (stages gained settings), text inside file hunks (launch.sh and config contents),
 # the token budget's move to review/, the default profile's grpo max_turns (1 -> 2), and
-# its training levers (teacher candidates 4 -> 2, sft epochs 4 -> 1).
+# its training levers (teacher candidates 4 -> 2, sft epochs 4 -> 1), its execution timeout
+# (3 s -> 1 s) and its GRPO steps (32 -> 12).
 _STALE = re.compile(r"^\s*# \(\d+ unchanged attributes hidden\)$|token_budget\.json|~ max_turns: 1 -> 3"
-                    r"|~ candidates: 4 -> 8|~ epochs: 4\.0 -> 3\.0")
+                    r"|~ candidates: 4 -> 8|~ epochs: 4\.0 -> 3\.0|~ execution\.timeout_s: 3\.0 -> 10\.0"
+                    r"|~ steps: 32 -> 60")
 
 
 def test_full_holds_every_change_the_exhaustive_listing_held():
@@ -66,6 +68,7 @@ def test_full_holds_every_change_the_exhaustive_listing_held():
     assert [line for line in current if line not in full] == []
     assert "      ~ max_turns: 2 -> 3" in full and "  ~ review/token_budget.json" in full
     assert "      ~ candidates: 2 -> 8" in full and "      ~ epochs: 1.0 -> 3.0" in full
+    assert "      ~ execution.timeout_s: 1.0 -> 10.0" in full and "      ~ steps: 12 -> 60" in full
     assert [c for c in classified if f"  {c}" not in full] == []
 
 
