@@ -73,7 +73,7 @@ def tool_output_text(record: ExecRecord) -> str:
     this text, so a trained agent reads at eval exactly what it learned to read.
 
     Example:
-        >>> tool_output_text(ExecRecord(ok=False, error_type="BinderError", error_message="no column x\nLINE 1"))
+        >>> tool_output_text(ExecRecord(ok=False, error_type="BinderError", error_message="no column x\\nLINE 1"))
         'BinderError: no column x'
     """
     if record.ok:
@@ -92,7 +92,7 @@ def answer_text(record: ExecRecord) -> str:
     successful run, so later turns see the history they were trained on.
 
     Example:
-        >>> answer_text(ExecRecord(ok=True, rows=2, columns=("day", "clicks"), preview="day clicks\n  1     40"))
+        >>> answer_text(ExecRecord(ok=True, rows=2, columns=("day", "clicks"), preview="day clicks\\n  1     40"))
         'The result has 2 rows with day, clicks. First row: 1 40.'
     """
     preview = [line for line in record.preview.splitlines() if line.strip()]
