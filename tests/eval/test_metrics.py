@@ -21,6 +21,9 @@ TERMS = SchemaTerms.from_schema(Schema(name="s", version=1, source="s", entities
     Entity(name="Advertiser", table="adw.adv", view="advertiser", key=EntityKey(name="id", column="aid")))))
 
 
+ANSWER = "<ANSWER>done</ANSWER>"     # the agent closes a turn before the next question
+
+
 def _run(sandbox, replies, n=2):
     task = AgentTask.from_dict(task_dict(n))
     refs = reference_frames([task], sandbox)
@@ -30,7 +33,7 @@ def _run(sandbox, replies, n=2):
 
 
 def test_a_coherent_conversation_keeps_the_earlier_constraint(sandbox):
-    episode, task = _run(sandbox, [assistant("Rank campaigns.", TOP_CODE.format(n=2)),
+    episode, task = _run(sandbox, [assistant("Rank campaigns.", TOP_CODE.format(n=2)), ANSWER,
                                    assistant("Keep travel advertisers' campaigns.", TRAVEL_CODE.format(n=2))])
     assert required_constraints(task, 1) == set()      # turn 1 has no filter; `travel` is new in turn 2
     assert [t.passed for t in episode.turns] == [True, True]
@@ -39,7 +42,7 @@ def test_a_coherent_conversation_keeps_the_earlier_constraint(sandbox):
 
 def test_an_incoherent_follow_up_fails_coherence(sandbox):
     # With n=4 the unfiltered ranking includes a retail campaign.
-    episode, _ = _run(sandbox, [assistant("Rank campaigns.", TOP_CODE.format(n=4)),
+    episode, _ = _run(sandbox, [assistant("Rank campaigns.", TOP_CODE.format(n=4)), ANSWER,
                                 assistant("Rank campaigns.", TOP_CODE.format(n=4))], n=4)
     assert episode.turns[1].passed is False
     assert summarise([episode])["multi_turn_coherence"] == {"value": 0.0, "n": 1, "ci": [0.0, 0.793451]}
@@ -56,8 +59,8 @@ def test_constraint_retention_requires_earlier_filters_the_reference_keeps():
 
 
 def test_a_plan_code_mismatch_lowers_consistency(sandbox):
-    matched, _ = _run(sandbox, [assistant("Rank campaigns.", TOP_CODE.format(n=2)), "<ANSWER>x</ANSWER>"])
-    mismatched, _ = _run(sandbox, [assistant("Rank advertisers.", TOP_CODE.format(n=2)), "<ANSWER>x</ANSWER>"])
+    matched, _ = _run(sandbox, [assistant("Rank campaigns.", TOP_CODE.format(n=2)), ANSWER, "<ANSWER>x</ANSWER>"])
+    mismatched, _ = _run(sandbox, [assistant("Rank advertisers.", TOP_CODE.format(n=2)), ANSWER, "<ANSWER>x</ANSWER>"])
     assert matched.turns[0].consistency == 1.0
     assert mismatched.turns[0].consistency == 0.0
 
@@ -65,14 +68,14 @@ def test_a_plan_code_mismatch_lowers_consistency(sandbox):
 def test_discovery_loops_count_calls_before_the_first_success(sandbox):
     explore = "api.list_entities()\napi.describe('campaign')\nresult = api.query('SELECT nme FROM campaign')"
     episode, _ = _run(sandbox, [assistant("p", explore),
-                                assistant("p", "api.describe('campaign')\n" + TOP_CODE.format(n=2)),
+                                assistant("p", "api.describe('campaign')\n" + TOP_CODE.format(n=2)), ANSWER,
                                 assistant("p", "api.list_entities()\n" + TRAVEL_CODE.format(n=2))])
     assert [discovery_loops(t) for t in episode.turns] == [3, 1]
     assert summarise([episode])["discovery_loops"]["value"] == 2.0
 
 
 def test_a_run_that_recovers_from_an_error_passes_with_two_calls(sandbox):
-    episode, _ = _run(sandbox, [assistant("p", "result = 1/0"), assistant("Rank campaigns.", TOP_CODE.format(n=2)),
+    episode, _ = _run(sandbox, [assistant("p", "result = 1/0"), assistant("Rank campaigns.", TOP_CODE.format(n=2)), ANSWER,
                                 assistant("Travel only.", TRAVEL_CODE.format(n=2))])
     first = episode.turns[0]
     assert [c.exec.ok for c in first.calls] == [False, True] and first.passed

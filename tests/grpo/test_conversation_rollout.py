@@ -96,8 +96,10 @@ def test_reference_history_plays_one_turn_per_row_on_the_reference_turns(tiny_mo
     rows, plays = build_rows(job("reference"), sandbox, [AgentTask.from_dict(task_dict(2, "top_budget-0"))])
     assert [r["row_key"] for r in rows] == ["top_budget-0/0", "top_budget-0/1"]
     second = plays["top_budget-0/1"].prompt
-    assert [m["role"] for m in second] == ["system", "user", "assistant", "tool", "user"]
+    # The reference turn, its tool output and its answer, as in the training conversations.
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "tool", "assistant", "user"]
     assert "Rank campaigns by daily budget and keep 2." in second[2]["content"]
+    assert second[4]["content"].startswith("<ANSWER>\nThe result has 2 rows")
 
 
 def test_a_vllm_engine_plays_the_same_rollout_loop(tiny_model, sandbox):
