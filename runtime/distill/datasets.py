@@ -26,8 +26,7 @@ from craftc.tokens import estimate_tokens
 from runtime.agent.episode import ExecRecord, answer_text, tool_output_text
 from runtime.distill.blocks import format_answer, format_turn, parse_turn
 
-__all__ = ["MODES", "TOKEN_COUNTER", "read_turn_templates", "tool_output",
-           "build_examples", "save_dataset", "corpus_text"]
+__all__ = ["MODES", "TOKEN_COUNTER", "read_turn_templates", "build_examples", "save_dataset", "corpus_text"]
 
 MODES = ("stripped", "stuffed")
 TOKEN_COUNTER = "craftc.tokens.estimate_tokens"
@@ -52,15 +51,6 @@ def read_turn_templates(text: str) -> dict[str, str]:
     return templates
 
 
-def tool_output(execution: dict[str, Any]) -> str:
-    """What the agent sees after its code ran, from the gate's execution summary.
-
-    The same text the agent loop shows at eval and in GRPO rollouts
-    (``runtime.agent.episode.tool_output_text``).
-    """
-    return tool_output_text(ExecRecord.from_summary(execution))
-
-
 def _canonical(text: str, fmt: BlockFormat) -> str:
     turn = parse_turn(text, fmt)
     return format_turn(turn.think, turn.plan, turn.code, fmt)
@@ -79,7 +69,8 @@ def build_examples(instances: list[dict[str, Any]], accepted: dict[tuple[str, in
             for record in accepted.get((instance["instance_id"], turn_index), []):
                 # A repaired trajectory (its failed attempts kept) teaches something a clean
                 # one with the same final turn does not: the attempts are part of its key.
-                key = (*(_canonical(a["text"], fmt) for a in record.get("attempts", [])), _canonical(record["text"], fmt))
+                attempts = tuple(_canonical(a["text"], fmt) for a in record.get("attempts", []))
+                key = (*attempts, _canonical(record["text"], fmt))
                 if key not in seen:
                     seen.add(key)
                     unique.append((key, record))
@@ -100,9 +91,10 @@ def build_examples(instances: list[dict[str, Any]], accepted: dict[tuple[str, in
                 for attempt in record.get("attempts", []):
                     body += [{"role": "assistant", "content": _canonical(attempt["text"], fmt), "masked": True},
                              {"role": "tool", "content": attempt["output"]}]
+                execution = ExecRecord.from_summary(record["execution"])
                 body += [{"role": "assistant", "content": text},
-                         {"role": "tool", "content": templates["tool"].format(output=tool_output(record["execution"]))},
-                         {"role": "assistant", "content": format_answer(answer_text(ExecRecord.from_summary(record["execution"])), fmt)}]
+                         {"role": "tool", "content": templates["tool"].format(output=tool_output_text(execution))},
+                         {"role": "assistant", "content": format_answer(answer_text(execution), fmt)}]
             for mode in MODES:
                 messages = [{"role": "system", "content": systems[mode]}, *body]
                 out[mode].append({"messages": messages, "workflow": instance["workflow"],

@@ -91,7 +91,8 @@ def test_turn_wording_reads_both_templates(tmp_path):
 
 def test_episodes_round_trip_through_json(sandbox):
     task = AgentTask.from_dict(task_dict(n=3))
-    model = Script([assistant("p", TOP_CODE.format(n=3)), "<ANSWER>three</ANSWER>", assistant("p", TRAVEL_CODE.format(n=3))])
+    model = Script([assistant("p", TOP_CODE.format(n=3)), "<ANSWER>three</ANSWER>",
+                    assistant("p", TRAVEL_CODE.format(n=3))])
     episode = run_episode(model, None, task, SYSTEM, sandbox)
     data = json.loads(json.dumps(episode.to_dict()))
     again = Episode.from_dict(data)

@@ -1,15 +1,17 @@
 """A trained agent reads at eval the very tool message it learned to read.
 
 The tool message's body is written in one place (``runtime.agent.episode.tool_output_text``).
-The training conversations (from the gate's JSON summary of an execution), the teacher's
-repair requests (from the sandbox result) and the agent loop of eval and GRPO (from the
-sandbox result) must all render the same execution to the same text.
+The training conversations (built by the dataset step from the gate's JSON summary of an
+execution), the teacher's repair requests (from the sandbox result) and the agent loop of
+eval and GRPO (from the sandbox result) must all render the same execution to the same text.
 """
 
 import pandas as pd
 
+from craftc.ir import BlockFormat
 from runtime.agent import ExecRecord, answer_text, tool_output_text
-from runtime.distill.datasets import tool_output
+from runtime.distill.blocks import format_answer, format_turn
+from runtime.distill.datasets import build_examples
 from runtime.distill.feedback import error_output
 from runtime.distill.gates import _execution_summary
 from runtime.sandbox.result import ExecResult, render_preview
@@ -21,18 +23,30 @@ FAILED = ExecResult(ok=False, error_class="RuntimeError", error_type="BinderErro
                     error_message="Referenced column \"nme\" not found\nLINE 1: SELECT nme FROM campaign")
 
 
+def _training_conversation(execution: dict) -> list[dict]:
+    """The dataset step's conversation for one accepted turn with this execution summary."""
+    instance = {"instance_id": "i-0", "workflow": "w", "split": "train", "turns": [{"ask": "Top campaigns?"}]}
+    accepted = {("i-0", 0): [{"text": format_turn("t", "p", "result = 1", BlockFormat()), "execution": execution}]}
+    out = build_examples([instance], accepted, {"stripped": "s", "stuffed": "s"},
+                         {"user": "{ask}", "tool": "{output}"}, BlockFormat())
+    return out["stripped"][0]["messages"]
+
+
 def test_a_result_reads_the_same_in_training_data_and_in_the_agent_loop():
-    in_training = tool_output(_execution_summary(OK))
+    messages = _training_conversation(_execution_summary(OK))
     in_the_loop = tool_output_text(ExecRecord.from_result(OK))
-    assert in_training == in_the_loop
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert messages[3]["content"] == in_the_loop
     assert in_the_loop.splitlines()[-1] == "[2 rows x 2 columns]"
+    # The turn closes with the answer the loop would ask for, written from the same result.
+    assert messages[4]["content"] == format_answer(answer_text(ExecRecord.from_result(OK)), BlockFormat())
 
 
-def test_an_error_reads_the_same_to_the_teacher_in_training_data_and_in_the_agent_loop():
+def test_an_error_reads_the_same_to_the_teacher_and_in_the_agent_loop():
+    # The teacher's text is also what a training conversation keeps after a masked failed attempt.
     to_the_teacher = error_output(FAILED)
-    in_training = tool_output(_execution_summary(FAILED))
     in_the_loop = tool_output_text(ExecRecord.from_result(FAILED))
-    assert to_the_teacher == in_training == in_the_loop == 'BinderError: Referenced column "nme" not found'
+    assert to_the_teacher == in_the_loop == 'BinderError: Referenced column "nme" not found'
 
 
 def test_the_answer_that_closes_a_turn_is_written_from_the_result_alone():

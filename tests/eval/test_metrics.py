@@ -75,7 +75,8 @@ def test_discovery_loops_count_calls_before_the_first_success(sandbox):
 
 
 def test_a_run_that_recovers_from_an_error_passes_with_two_calls(sandbox):
-    episode, _ = _run(sandbox, [assistant("p", "result = 1/0"), assistant("Rank campaigns.", TOP_CODE.format(n=2)), ANSWER,
+    episode, _ = _run(sandbox, [assistant("p", "result = 1/0"),
+                                assistant("Rank campaigns.", TOP_CODE.format(n=2)), ANSWER,
                                 assistant("Travel only.", TRAVEL_CODE.format(n=2))])
     first = episode.turns[0]
     assert [c.exec.ok for c in first.calls] == [False, True] and first.passed
