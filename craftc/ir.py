@@ -520,6 +520,13 @@ class SFTStage(StageBase):
         0.0, ge=0, le=100, exclude_if=_omitted_at(0.0),
         description="sft: warm-up passes, before `epochs`, over every assistant turn cut after its reasoning "
         "block (the question restated with its parameters); 0: none")
+    # The whole conversation before a reasoning block is mostly code, tool output and failed
+    # attempts the warm-up does not train; carrying it made the warm-up most of the SFT time.
+    prefix_history: Literal["conversation", "thinks"] = Field(
+        "conversation", exclude_if=_omitted_at("conversation"),
+        description="sft: what a warm-up example holds: `conversation`, one example per assistant turn with "
+        "the whole conversation before it; `thinks`, one example per conversation with only its questions "
+        "and their reasoning blocks")
 
 
 class GRPOStage(StageBase):

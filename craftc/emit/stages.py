@@ -151,8 +151,10 @@ def launch_script(recipe: Recipe, stage: Stage) -> str:
 
 def curriculum_json(recipe: Recipe, stage: Stage) -> str:
     """``curriculum.json`` text of an sft stage with ``prefix_epochs``: the warm-up the trainer
-    runs before the whole conversations, and the tag each assistant turn is cut after."""
-    spec = {"prefix_epochs": float(stage.prefix_epochs), "cut_after": f"</{recipe.format.think}>"}
+    runs before the whole conversations, the tag each assistant turn is cut after, and the
+    history each warm-up example holds."""
+    spec = {"prefix_epochs": float(stage.prefix_epochs), "cut_after": f"</{recipe.format.think}>",
+            "history": stage.prefix_history}
     return json.dumps(spec, sort_keys=True, indent=2) + "\n"
 
 

@@ -85,6 +85,7 @@ def _requests(recipe, instances: list[dict], system: str, seed: int):
         for name, value in instance["params"].items():
             if value not in alternatives[instance["workflow"]][name]:
                 alternatives[instance["workflow"]][name].append(value)
+    workflows = {w.name: w for w in recipe.workflows}
     requests, keys = [], []
     for instance in instances:
         if instance["split"] != "train":
@@ -92,10 +93,14 @@ def _requests(recipe, instances: list[dict], system: str, seed: int):
         history: list[dict[str, str]] = []
         for index, turn in enumerate(instance["turns"]):
             messages = (*history, {"role": "user", "content": turn["ask"]})
+            # The params the questions so far ask for, not the whole instance's: a
+            # conversation's first question does not name the filter a later turn adds, and
+            # a scratchpad that lists it teaches the agent to invent parameters.
+            asked = asked_params(workflows[instance["workflow"]], instance, index)
             requests.append(TeacherRequest(
                 system, tuple(messages), recipe.teacher.candidates,
                 _seed_for(seed, instance["instance_id"], index),
-                {"workflow": instance["workflow"], "ask": turn["ask"], "params": instance["params"],
+                {"workflow": instance["workflow"], "ask": turn["ask"], "params": asked,
                  "plan": turn["plan"], "code": turn["code"],
                  "alternatives": {k: list(v) for k, v in alternatives[instance["workflow"]].items()}}))
             keys.append((instance, index))

@@ -6,6 +6,14 @@ turn's `<THINK>` block alone, which restates the question and its parameters. Th
 examples are a few dozen trained tokens each, nearly all of them read off the question,
 so a small model trained from scratch learns to read the question before it learns the
 long code (docs/training.md, "Levers").
+
+What comes before each reasoning block is the curriculum's `history`:
+- `conversation`: one example per assistant turn, the whole conversation before it
+  (code, tool output, failed attempts and answers included);
+- `thinks`: one example per conversation, its questions each followed by the reasoning
+  block of the reply that was trained. A later question's block still sees the earlier
+  questions and what their blocks restated, which is what it reads its parameters from,
+  at a fraction of the tokens.
 """
 
 from __future__ import annotations
@@ -13,9 +21,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["CurriculumError", "read_curriculum", "prefix_conversations"]
+__all__ = ["CurriculumError", "HISTORIES", "read_curriculum", "prefix_conversations", "warm_up_examples"]
 
 CURRICULUM_FILE = "curriculum.json"
+HISTORIES = ("conversation", "thinks")
 
 
 class CurriculumError(ValueError):
@@ -23,13 +32,16 @@ class CurriculumError(ValueError):
 
 
 def read_curriculum(plan_dir: str | Path, stage: str) -> dict | None:
-    """`{"prefix_epochs", "cut_after"}` from `stages/<stage>/curriculum.json`, or None without one."""
+    """`{"prefix_epochs", "cut_after", "history"}` from `stages/<stage>/curriculum.json`, or None without one."""
     path = Path(plan_dir) / "stages" / stage / CURRICULUM_FILE
     if not path.exists():
         return None
     try:
         spec = json.loads(path.read_text(encoding="utf-8"))
-        return {"prefix_epochs": float(spec["prefix_epochs"]), "cut_after": str(spec["cut_after"])}
+        history = str(spec["history"])
+        if history not in HISTORIES:
+            raise ValueError(f"unknown history `{history}`")
+        return {"prefix_epochs": float(spec["prefix_epochs"]), "cut_after": str(spec["cut_after"]), "history": history}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CurriculumError(f"`{path}` is not a curriculum craftc wrote ({exc}); recompile the recipe "
                               "with `craftc compile`") from None
@@ -55,9 +67,52 @@ def prefix_messages(messages: list[dict], cut_after: str) -> list[list[dict]]:
     return out
 
 
-def prefix_conversations(dataset, cut_after: str):
-    """The warm-up dataset: `prefix_messages` of every conversation, in the dataset's order."""
+def think_conversation(messages: list[dict], cut_after: str) -> list[list[dict]]:
+    """The conversation's questions, each followed by the reasoning block of its trained reply.
+
+    The code, tool output, failed attempts and answers are left out. A reply that repairs a
+    failed attempt stays as context but is not trained: its block may speak of an error
+    this example no longer holds. No example when no reply is left to train.
+
+    Example:
+        >>> convo = [{"role": "system", "content": "s"}, {"role": "user", "content": "q1"},
+        ...          {"role": "assistant", "content": "<THINK>a</THINK><CODE>x</CODE>"},
+        ...          {"role": "tool", "content": "out"},
+        ...          {"role": "assistant", "content": "<ANSWER>1</ANSWER>"},
+        ...          {"role": "user", "content": "q2"},
+        ...          {"role": "assistant", "content": "<THINK>b</THINK><CODE>y</CODE>", "masked": True},
+        ...          {"role": "tool", "content": "error"},
+        ...          {"role": "assistant", "content": "<THINK>c</THINK><CODE>z</CODE>"}]
+        >>> [(m["role"], m["content"], m["masked"]) for m in think_conversation(convo, "</THINK>")[0]]
+        [('system', 's', False), ('user', 'q1', False), ('assistant', '<THINK>a</THINK>', False), ('user', 'q2', False), ('assistant', '<THINK>c</THINK>', True)]
+    """
+    out: list[dict] = []
+    after_attempt = replied = False
+    for message in messages:
+        role, content = message["role"], message.get("content") or ""
+        if role in ("system", "user"):
+            out.append({"role": role, "content": content, "masked": False})
+            after_attempt = replied = False
+        elif role == "assistant" and message.get("masked"):
+            after_attempt = True
+        elif role == "assistant" and not replied and cut_after in content:
+            cut = content[: content.index(cut_after) + len(cut_after)]
+            out.append({"role": "assistant", "content": cut, "masked": after_attempt})
+            replied = True
+    trained = any(m["role"] == "assistant" and not m["masked"] for m in out)
+    return [out] if trained else []
+
+
+def warm_up_examples(messages: list[dict], curriculum: dict) -> list[list[dict]]:
+    """The warm-up examples of one conversation under `curriculum` (`read_curriculum`'s dict)."""
+    if curriculum["history"] == "thinks":
+        return think_conversation(messages, curriculum["cut_after"])
+    return prefix_messages(messages, curriculum["cut_after"])
+
+
+def prefix_conversations(dataset, curriculum: dict):
+    """The warm-up dataset: `warm_up_examples` of every conversation, in the dataset's order."""
     from datasets import Dataset
 
-    rows = [{"messages": cut} for messages in dataset["messages"] for cut in prefix_messages(messages, cut_after)]
+    rows = [{"messages": cut} for messages in dataset["messages"] for cut in warm_up_examples(messages, curriculum)]
     return Dataset.from_list(rows)

@@ -227,7 +227,7 @@ def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides
     from transformers.trainer_utils import get_last_checkpoint
     from trl import SFTTrainer
 
-    examples = prefix_conversations(dataset, curriculum["cut_after"])
+    examples = prefix_conversations(dataset, curriculum)
     if len(examples) == 0:
         raise SFTSetupError(f"the plan asks for a warm-up of {curriculum['prefix_epochs']:g} passes, but no assistant "
                             f"turn holds `{curriculum['cut_after']}`; write the reasoning block in the trajectories, "

@@ -22,7 +22,7 @@ from craftc.ir import ModelSpec, Stage
 from runtime.layout import CORPUS, DATASET_DIR, FINAL, MANIFEST, SFT_ARMS, SFT_BASE, SFT_SUMMARY, sft_final
 from runtime.step_context import StepContext, StepError, StepResult
 from runtime.tracking import run_name
-from runtime.train.curriculum import CurriculumError, prefix_messages, read_curriculum
+from runtime.train.curriculum import CurriculumError, read_curriculum, warm_up_examples
 from runtime.train.stages import sft_stage
 
 __all__ = ["run_sft_step", "adopt_sft_step", "base_model_dir", "planned_tokens", "token_matched_steps",
@@ -65,15 +65,15 @@ def base_model_dir(ctx: StepContext, stage: Stage, corpus: Path) -> Path:
     return path
 
 
-def example_lengths(model_dir: Path, dataset_dir: Path, cut_after: str | None = None) -> tuple[list[int], list[int]]:
-    """Tokens of each conversation, and of each warm-up example cut after `cut_after`
+def example_lengths(model_dir: Path, dataset_dir: Path, curriculum: dict | None = None) -> tuple[list[int], list[int]]:
+    """Tokens of each conversation, and of each warm-up example of `curriculum`
     (runtime.train.curriculum; none without it), rendered with the model's own chat template."""
     from datasets import load_from_disk
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     rows = load_from_disk(str(dataset_dir))["messages"]
-    cuts = [cut for messages in rows for cut in prefix_messages(messages, cut_after)] if cut_after else []
+    cuts = [cut for messages in rows for cut in warm_up_examples(messages, curriculum)] if curriculum else []
 
     def length(messages: list[dict]) -> int:
         return len(tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True)["input_ids"])
@@ -157,7 +157,7 @@ def run_sft_step(ctx: StepContext) -> StepResult:
                      "launch": "step" if ctx.launch else "manual"}
     context = _model_spec(ctx, stage).context
     cut_after = curriculum["cut_after"] if curriculum else None
-    measured = {mode: example_lengths(model_dir, data_dir / mode, cut_after) for _, mode in ARMS}
+    measured = {mode: example_lengths(model_dir, data_dir / mode, curriculum) for _, mode in ARMS}
     lengths = {mode: whole for mode, (whole, _) in measured.items()}
     longest = {mode: max(values, default=0) for mode, values in lengths.items()}
     budget = ctx.plan.recipe.eval.baseline_budget

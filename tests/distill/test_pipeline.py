@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from runtime.distill.blocks import parse_turn
 from runtime.distill.noise import INTENDED_GATE, NOISE_KINDS
 
 from distill_support import SEED, _run_step
@@ -39,6 +40,26 @@ def test_each_noise_kind_is_caught_by_its_intended_gate(distilled):
         if INTENDED_GATE[kind] != "judge" or kind == "params_ignored":
             continue
         assert rows[kind]["first"]["judge"] >= 0.85 * rows[kind]["total"], f"{kind} reaches the judge gate"
+
+
+def test_a_scratchpad_lists_only_the_params_the_questions_so_far_ask_for(distilled, compiled):
+    # "Total spend per advertiser over the last 30 days" names no industry: the industry
+    # comes with the next question, and a first-turn scratchpad that listed it would teach
+    # the agent to invent a filter the analyst never asked for.
+    run_dir, _ = distilled
+    plan = compiled[0]
+    instances = {i["instance_id"]: i for i in json.loads((run_dir / "distill" / "instances.json").read_text())}
+    listed = {}
+    for line in (run_dir / "distill" / "candidates.jsonl").read_text().splitlines():
+        candidate = json.loads(line)
+        think = parse_turn(candidate["text"], plan.recipe.format).think or ""
+        names = [p.split(" = ")[0] for row in think.splitlines() if row.startswith("Parameters: ")
+                 for p in row[len("Parameters: "):].rstrip(".").split(", ")]
+        instance = instances[candidate["instance_id"]]
+        if len(instance["turns"]) > 1:
+            listed.setdefault(candidate["turn"], set()).update(names)
+    assert listed[0] == {"days"}
+    assert listed[1] == listed[2] == {"days", "industry"}
 
 
 def test_funnel_counts_add_up_and_markdown_is_written(distilled):

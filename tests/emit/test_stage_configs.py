@@ -128,6 +128,7 @@ def test_only_an_sft_stage_with_prefix_epochs_has_a_curriculum_in_the_plan(recip
     warmed = recipe.model_copy(update={"stages": tuple(
         s.model_copy(update={"prefix_epochs": 2.0}) if s.kind == "sft" else s for s in recipe.stages)})
     files = render_plan_files(warmed, solutions)
-    assert json.loads(files["stages/sft/curriculum.json"]) == {"cut_after": "</THINK>", "prefix_epochs": 2.0}
+    assert json.loads(files["stages/sft/curriculum.json"]) == {"cut_after": "</THINK>", "prefix_epochs": 2.0,
+                                                                   "history": "conversation"}
     assert "prefix_epochs" not in json.loads(files["stages/sft/trl_config.json"])
     assert "stages/grpo/curriculum.json" not in files

@@ -1,4 +1,6 @@
-"""`stage sft { prefix_epochs N }`: a warm-up on each turn's reasoning block before the whole conversations."""
+"""`stage sft { prefix_epochs N  prefix_history H }`: a warm-up on each turn's reasoning block
+before the whole conversations, with the whole conversation before it or only the questions
+and reasoning blocks (`thinks`)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,8 @@ import json
 
 import pytest
 
-from runtime.train.curriculum import CurriculumError, prefix_conversations, prefix_messages, read_curriculum
+from runtime.train.curriculum import (CurriculumError, prefix_conversations, prefix_messages, read_curriculum,
+                                      think_conversation)
 from runtime.train.masking import ASSISTANT_ONLY
 from runtime.train.sft import PREFIX_DIR, SFTSetupError, StepConfig, train_sft
 from test_sft import SHORT
@@ -20,6 +23,8 @@ CONVERSATION = [
     {"role": "user", "content": "Only search"},
     {"role": "assistant", "content": "<THINK>\nQuestion: only search\n</THINK>\n<PLAN>\nfilter\n</PLAN>"},
 ]
+WHOLE = {"prefix_epochs": 1.0, "cut_after": "</THINK>", "history": "conversation"}
+THINKS = {**WHOLE, "history": "thinks"}
 
 
 def test_every_turn_with_a_reasoning_block_becomes_one_example_cut_after_it():
@@ -40,15 +45,40 @@ def test_the_warm_up_dataset_keeps_the_datasets_order():
     from datasets import Dataset
 
     ds = Dataset.from_list([{"messages": CONVERSATION}, {"messages": CONVERSATION[:3]}])
-    assert [len(m) for m in prefix_conversations(ds, "</THINK>")["messages"]] == [3, 7, 3]
+    assert [len(m) for m in prefix_conversations(ds, WHOLE)["messages"]] == [3, 7, 3]
+    assert [len(m) for m in prefix_conversations(ds, THINKS)["messages"]] == [5, 3]
+
+
+def test_a_thinks_example_is_the_questions_each_followed_by_its_reasoning_block():
+    example, = think_conversation(CONVERSATION, "</THINK>")
+    assert [(m["role"], m["content"]) for m in example] == [
+        ("system", "You are an analyst."),
+        ("user", "Top 3 campaigns"), ("assistant", "<THINK>\nQuestion: Top 3 campaigns\n</THINK>"),
+        ("user", "Only search"), ("assistant", "<THINK>\nQuestion: only search\n</THINK>")]
+    assert not any(m["masked"] for m in example)
+
+
+def test_a_repairs_reasoning_block_is_context_in_a_thinks_example_not_a_target():
+    # The repair may speak of the error; the example no longer holds the error, so it is not trained.
+    repaired = [*CONVERSATION[:2], {**CONVERSATION[2], "masked": True}, CONVERSATION[3],
+                {**CONVERSATION[2], "content": "<THINK>\nThe error names x\n</THINK>\n<CODE>\ny\n</CODE>"},
+                *CONVERSATION[3:]]
+    example, = think_conversation(repaired, "</THINK>")
+    assert [(m["content"], m["masked"]) for m in example if m["role"] == "assistant"] == [
+        ("<THINK>\nThe error names x\n</THINK>", True), ("<THINK>\nQuestion: only search\n</THINK>", False)]
+    # a conversation whose only reply was a repair leaves nothing to train
+    assert think_conversation(repaired[:5], "</THINK>") == []
 
 
 def test_the_plan_file_is_read_or_named_with_the_fix(tmp_path):
     assert read_curriculum(tmp_path, "sft") is None
     stage = tmp_path / "stages" / "sft"
     stage.mkdir(parents=True)
-    (stage / "curriculum.json").write_text(json.dumps({"prefix_epochs": 2, "cut_after": "</THINK>"}))
-    assert read_curriculum(tmp_path, "sft") == {"prefix_epochs": 2.0, "cut_after": "</THINK>"}
+    (stage / "curriculum.json").write_text(json.dumps({"prefix_epochs": 2, "cut_after": "</THINK>", "history": "thinks"}))
+    assert read_curriculum(tmp_path, "sft") == {"prefix_epochs": 2.0, "cut_after": "</THINK>", "history": "thinks"}
+    (stage / "curriculum.json").write_text(json.dumps({"prefix_epochs": 2, "cut_after": "</THINK>", "history": "all"}))
+    with pytest.raises(CurriculumError, match="unknown history `all`.*recompile"):
+        read_curriculum(tmp_path, "sft")
     (stage / "curriculum.json").write_text("{")
     with pytest.raises(CurriculumError, match="curriculum.json.*recompile"):
         read_curriculum(tmp_path, "sft")
@@ -62,7 +92,7 @@ def test_the_step_config_may_carry_the_warm_ups_measured_steps(tmp_path):
 
 
 def test_the_warm_up_trains_first_then_the_whole_conversations(tiny_model_dir, dataset_dir, tmp_path):
-    curriculum = {"prefix_epochs": 1.0, "cut_after": "</THINK>"}
+    curriculum = WHOLE
     summary = train_sft(tiny_model_dir, dataset_dir, tmp_path, {**SHORT, "max_steps": 4, "save_steps": 100},
                         ASSISTANT_ONLY, curriculum=curriculum, prefix_overrides={"max_steps": 3})
     warm_up = summary["prefix_warm_up"]
@@ -74,7 +104,7 @@ def test_the_warm_up_trains_first_then_the_whole_conversations(tiny_model_dir, d
 
 
 def test_a_warm_up_with_nothing_to_cut_is_refused_before_any_training(tiny_model_dir, dataset_dir, tmp_path):
-    curriculum = {"prefix_epochs": 1.0, "cut_after": "</SCRATCH>"}     # a tag the conversations never use
+    curriculum = {**WHOLE, "cut_after": "</SCRATCH>"}     # a tag the conversations never use
     with pytest.raises(SFTSetupError, match="no assistant turn holds `</SCRATCH>`.*remove `prefix_epochs`"):
         train_sft(tiny_model_dir, dataset_dir, tmp_path, SHORT, ASSISTANT_ONLY, curriculum=curriculum)
     assert not (tmp_path / "final").exists() and not list(tmp_path.glob("checkpoint-*"))
