@@ -96,6 +96,24 @@ def test_a_prompt_template_drives_the_dataset_text(base):
         assert ("sandbox (edited)" in first) is present
 
 
+def test_the_warm_ups_history_drives_the_examples_the_sft_step_plans(base):
+    work, plan, run = base
+    edited = compile_variant(work, "history", "prefix_history thinks", "prefix_history conversation")
+    assert "stages/sft/curriculum.json" in diff_text(work, plan, edited)
+    planned = {}
+    for name, plan_dir in (("thinks", plan), ("conversation", edited)):
+        new_run = run_dir_from(run, work / "runs" / f"history_{name}")
+        ran = craftc("run", plan_dir, "--run-dir", new_run, "--only", "sft", "--no-launch", cwd=work)
+        assert ran.returncode == 0, ran.stderr[-2000:]
+        manifest = json.loads((new_run / "sft/manifest.json").read_text())
+        assert "stages/sft/curriculum.json" in manifest["plan_files"]
+        planned[name] = manifest["metrics"]
+    # One example per conversation, its questions and THINK blocks only, against one per
+    # assistant turn with the whole conversation before it.
+    assert planned["thinks"]["prefix_examples"] < planned["conversation"]["prefix_examples"]
+    assert planned["thinks"]["planned_stripped_prefix_tokens"] * 2 < planned["conversation"]["planned_stripped_prefix_tokens"]
+
+
 def test_dropping_tool_outputs_from_mask_stops_sft_with_the_mask_report(base):
     work, plan, run = base
     edited = compile_variant(work, "mask", SMOKE_SFT, SMOKE_SFT.replace("max_length 1536", "max_length 1536  mask system, user"))
