@@ -98,10 +98,10 @@ def test_a_prompt_template_drives_the_dataset_text(base):
 
 def test_the_warm_ups_history_drives_the_examples_the_sft_step_plans(base):
     work, plan, run = base
-    edited = compile_variant(work, "history", "prefix_history thinks", "prefix_history conversation")
+    edited = compile_variant(work, "history", "prefix_epochs 3", "prefix_epochs 3  prefix_history thinks")
     assert "stages/sft/curriculum.json" in diff_text(work, plan, edited)
     planned = {}
-    for name, plan_dir in (("thinks", plan), ("conversation", edited)):
+    for name, plan_dir in (("conversation", plan), ("thinks", edited)):
         new_run = run_dir_from(run, work / "runs" / f"history_{name}")
         ran = craftc("run", plan_dir, "--run-dir", new_run, "--only", "sft", "--no-launch", cwd=work)
         assert ran.returncode == 0, ran.stderr[-2000:]
