@@ -20,7 +20,7 @@ from tests.rewards.conftest import call, user_turn
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = (ROOT / "recipes/ads_analytics.craft").read_text()
-SMOKE_SFT = "stage sft  { prefix_epochs 1  steps 4  batch 2  per_device_batch 2  max_length 1536 }"
+SMOKE_SFT = "stage sft  { prefix_epochs 1  prefix_history thinks  steps 4  batch 2  per_device_batch 2  max_length 1536 }"
 SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 4 }"
 PREPARED_STEPS = ("world", "distill", "gate", "dataset")
 
@@ -98,10 +98,10 @@ def test_a_prompt_template_drives_the_dataset_text(base):
 
 def test_the_warm_ups_history_drives_the_examples_the_sft_step_plans(base):
     work, plan, run = base
-    edited = compile_variant(work, "history", "prefix_epochs 3", "prefix_epochs 3  prefix_history thinks")
+    edited = compile_variant(work, "history", SMOKE_SFT, SMOKE_SFT.replace("thinks", "conversation"))
     assert "stages/sft/curriculum.json" in diff_text(work, plan, edited)
     planned = {}
-    for name, plan_dir in (("conversation", plan), ("thinks", edited)):
+    for name, plan_dir in (("thinks", plan), ("conversation", edited)):
         new_run = run_dir_from(run, work / "runs" / f"history_{name}")
         ran = craftc("run", plan_dir, "--run-dir", new_run, "--only", "sft", "--no-launch", cwd=work)
         assert ran.returncode == 0, ran.stderr[-2000:]
