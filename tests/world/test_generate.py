@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 import duckdb
 import pytest
@@ -135,11 +134,11 @@ def test_new_fields_and_entities_get_generic_values(ads_schema, tmp_path):
     assert _hash(original, same_schema) == _hash(grown, same_schema)
 
 
-def test_default_scale_builds_fast(ads_schema, tmp_path):
-    started = time.perf_counter()
+def test_default_scale_builds_a_warehouse_of_the_documented_size(ads_schema, tmp_path):
+    # How long it takes is measured by benchmarks/world.py, not asserted here: a timed
+    # assertion fails on a loaded machine and says nothing about the code.
     counts = generate_warehouse(ads_schema, tmp_path / "w.duckdb", seed=1, scale=1.0,
                                 binding_sql=binding_sql(ads_schema))
-    assert time.perf_counter() - started < 5.0     # about 1 s here; slack for a loaded CI machine
     assert 20_000 <= counts["DailyStat"] <= 50_000
 
 
