@@ -20,11 +20,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import get_args
+
+from craftc.ir import SFTStage
 
 __all__ = ["CurriculumError", "HISTORIES", "read_curriculum", "prefix_conversations", "warm_up_examples"]
 
 CURRICULUM_FILE = "curriculum.json"
-HISTORIES = ("conversation", "thinks")
+# The values `stage sft { prefix_history ... }` takes, as the IR declares them.
+HISTORIES = get_args(SFTStage.model_fields["prefix_history"].annotation)
 
 
 class CurriculumError(ValueError):
