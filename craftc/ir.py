@@ -590,6 +590,13 @@ class EvalSpec(Node):
     holdout_phrasings: int = Field(1, ge=0, description="last N phrasings of each turn never "
                                    "trained on")
     instances: int = Field(4, ge=1, description="eval instances per workflow")
+    # A cap for a model whose generation is slow where it runs (a real model on CPU): the
+    # held-out instances kept are spread evenly over each split, so every split and most
+    # workflows stay represented; the report says how many instances each arm was asked.
+    limit: int | None = Field(
+        None, ge=1, le=100_000, exclude_if=_omitted_at(None),
+        description="at most N held-out instances per split, spread evenly over its workflows "
+        "(default: every instance `instances` keeps)")
     arms: tuple[Arm, ...] = Field(ARMS, description="what is compared")
     max_turns: int = Field(3, ge=1, le=64, description="agent turns per eval conversation")
     # `tokens` trains the stuffed baseline on the same accepted trajectories for the same

@@ -26,7 +26,7 @@ from runtime.eval.metrics import per_workflow, summarise
 from runtime.eval.progress import ArmProgress
 from runtime.eval.scoring import score_episode
 
-__all__ = ["reference_frames", "evaluate_arm", "split_summaries", "run_eval"]
+__all__ = ["reference_frames", "evaluate_arm", "split_summaries", "spread_per_split", "run_eval"]
 
 SPLIT_ORDER = ("eval_params", "eval_phrasings", "eval_workflows")
 
@@ -129,6 +129,31 @@ def cap_per_workflow(tasks: list, per_workflow: int) -> list:
     return kept
 
 
+def spread_per_split(tasks: list, limit: int | None) -> list:
+    """At most ``eval.limit`` tasks per split, spread evenly over the split's file order.
+
+    The file lists a split's tasks workflow by workflow, so evenly spaced picks keep as
+    many workflows as the limit allows instead of the first few in declaration order.
+
+    >>> from types import SimpleNamespace as T
+    >>> tasks = [T(split="eval_params", workflow=w) for w in "abcdef"] + [T(split="eval_workflows", workflow="g")]
+    >>> [t.workflow for t in spread_per_split(tasks, 3)]
+    ['a', 'c', 'e', 'g']
+    >>> len(spread_per_split(tasks, None)) == len(tasks)
+    True
+    """
+    if limit is None:
+        return tasks
+    by_split: dict[str, list] = {}
+    for task in tasks:
+        by_split.setdefault(task.split, []).append(task)
+    keep = set()
+    for chosen in by_split.values():
+        n = min(limit, len(chosen))
+        keep.update(id(chosen[(i * len(chosen)) // n]) for i in range(n))
+    return [t for t in tasks if id(t) in keep]
+
+
 def run_eval(ctx):
     """Evaluate every arm of the recipe on the held-out instances."""
     from craftc.ir import BlockFormat
@@ -147,6 +172,12 @@ def run_eval(ctx):
     tasks = cap_per_workflow(held_out, recipe.eval.instances)
     if not tasks:
         raise StepError(f"{instances} holds no held-out instances; raise `eval {{ holdout ... }}` in the recipe")
+    capped = spread_per_split(tasks, recipe.eval.limit)
+    if len(capped) < len(tasks):
+        ctx.console.print(f"eval: `eval {{ limit {recipe.eval.limit} }}` keeps {len(capped)} of {len(tasks)} "
+                          "held-out instances (at most that many per split)")
+    limited_from = len(tasks) if len(capped) < len(tasks) else None
+    tasks = capped
     # specs/input_builder.json says which input mode (system prompt) each arm gets.
     builder = input_builder(ctx)
     wording = TurnWording.from_file(ctx.artifact(builder["turn_template"]))
@@ -187,6 +218,8 @@ def run_eval(ctx):
     report = {"arms": list(recipe.eval.arms), "instances": len(tasks), "results": results,
               "per_workflow": by_workflow, "failures": failures,
               "prompts": builder["eval_arms"], "stuffed_training": "sft step, the same stage settings on dataset/stuffed"}
+    if limited_from is not None:        # eval { limit N } kept `instances` of these
+        report["limit"] = {"per_split": recipe.eval.limit, "held_out": limited_from}
     outputs = []
     if recipe.eval.general:
         report["general"] = general_skills(ctx, {arm: models[arm] for arm in recipe.eval.arms})

@@ -53,6 +53,8 @@ def build_report(eval_json: dict, run_dir: Path | None = None) -> dict:
               if any(s in r for r in results.values())}
     report = {"instances": eval_json.get("instances"), "arms": eval_json.get("arms", list(results)),
               "baseline": "stuffed", "tables": tables}
+    if eval_json.get("limit"):          # eval { limit N }: a sample of the held-out instances
+        report["limit"] = eval_json["limit"]
     if eval_json.get("per_workflow"):   # agent score per workflow and held-out split
         report["per_workflow"] = build_workflow_table(eval_json["per_workflow"])
     if eval_json.get("failures"):       # failure classes per arm, one example each
@@ -68,7 +70,11 @@ def build_report(eval_json: dict, run_dir: Path | None = None) -> dict:
 
 
 def render_markdown(report: dict) -> str:
-    parts = ["# craft results\n", f"{report['instances']} held-out instances; baseline: `stuffed` "
+    asked = f"{report['instances']} held-out instances"
+    if report.get("limit"):
+        limit = report["limit"]
+        asked += f" (`eval {{ limit {limit['per_split']} }}` kept them of {limit['held_out']}, spread over each split)"
+    parts = ["# craft results\n", f"{asked}; baseline: `stuffed` "
              "(full schema DDL in every prompt). Rates with 95% Wilson intervals and deltas in "
              "percentage points; costs with 95% bootstrap intervals and ratios to the baseline, each ratio with a paired bootstrap interval over the instances both arms ran.\n"]
     for split, table in report["tables"].items():

@@ -152,3 +152,13 @@ def test_a_ratio_against_a_baseline_of_zero_is_not_shown():
     from runtime.eval.stats import paired_ratio
 
     assert paired_ratio([(1.0, 0.0), (2.0, 0.0)])["value"] is None
+
+
+def test_a_limited_eval_says_how_many_held_out_instances_it_kept():
+    from runtime.report.step import build_report, render_markdown
+
+    limited = {**EVAL, "limit": {"per_split": 8, "held_out": 58}}
+    assert build_report(limited)["limit"] == {"per_split": 8, "held_out": 58}
+    assert render_markdown(build_report(limited)).splitlines()[1].startswith(
+        "10 held-out instances (`eval { limit 8 }` kept them of 58, spread over each split); baseline")
+    assert "limit" not in build_report(EVAL)
