@@ -24,7 +24,8 @@ from typing import get_args
 
 from craftc.ir import SFTStage
 
-__all__ = ["CurriculumError", "HISTORIES", "read_curriculum", "prefix_conversations", "warm_up_examples"]
+__all__ = ["CurriculumError", "HISTORIES", "no_warm_up_reason", "read_curriculum", "prefix_conversations",
+           "warm_up_examples"]
 
 CURRICULUM_FILE = "curriculum.json"
 # The values `stage sft { prefix_history ... }` takes, as the IR declares them.
@@ -112,6 +113,18 @@ def warm_up_examples(messages: list[dict], curriculum: dict) -> list[list[dict]]
     if curriculum["history"] == "thinks":
         return think_conversation(messages, curriculum["cut_after"])
     return prefix_messages(messages, curriculum["cut_after"])
+
+
+def no_warm_up_reason(curriculum: dict) -> str:
+    """Why a conversation gives no warm-up example under `curriculum`, for warnings and errors.
+
+    Example:
+        >>> no_warm_up_reason({"history": "thinks", "cut_after": "</THINK>"})
+        'no trained reply holds `</THINK>` outside a repair of a failed attempt'
+    """
+    if curriculum["history"] == "thinks":
+        return f"no trained reply holds `{curriculum['cut_after']}` outside a repair of a failed attempt"
+    return f"no trained reply holds `{curriculum['cut_after']}`"
 
 
 def prefix_conversations(dataset, curriculum: dict):

@@ -41,7 +41,7 @@ from craftc.atomic import open_atomic, replace_dir, write_atomic
 from runtime.layout import ADAPTER, FINAL, SFT_SUMMARY
 from runtime.tracking import use_tracker_dir
 from runtime.train.adapters import AdapterError, lora_config, merge_adapter, parameter_counts, read_peft_config
-from runtime.train.curriculum import CurriculumError, prefix_conversations, read_curriculum
+from runtime.train.curriculum import CurriculumError, no_warm_up_reason, prefix_conversations, read_curriculum
 from runtime.train.masking import check_masking, labels_for, mask_report, write_mask_report
 
 __all__ = ["SFTSetupError", "StepConfig", "main", "read_stage_plan", "sft_config", "train_sft"]
@@ -229,9 +229,9 @@ def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides
 
     examples = prefix_conversations(dataset, curriculum)
     if len(examples) == 0:
-        raise SFTSetupError(f"the plan asks for a warm-up of {curriculum['prefix_epochs']:g} passes, but no assistant "
-                            f"turn holds `{curriculum['cut_after']}`; write the reasoning block in the trajectories, "
-                            "or remove `prefix_epochs` from the sft stage")
+        raise SFTSetupError(f"the plan asks for a warm-up of {curriculum['prefix_epochs']:g} passes, but no "
+                            f"conversation gives a warm-up example ({no_warm_up_reason(curriculum)}); write the "
+                            "reasoning block in the trajectories, or remove `prefix_epochs` from the sft stage")
     phase = {**overrides, "num_train_epochs": curriculum["prefix_epochs"],
              "max_steps": int(prefix_overrides.get("max_steps", -1))}
     if phase.get("run_name"):

@@ -22,7 +22,7 @@ from craftc.ir import ModelSpec, Stage
 from runtime.layout import CORPUS, DATASET_DIR, FINAL, MANIFEST, SFT_ARMS, SFT_BASE, SFT_SUMMARY, sft_final
 from runtime.step_context import StepContext, StepError, StepResult
 from runtime.tracking import run_name
-from runtime.train.curriculum import CurriculumError, read_curriculum, warm_up_examples
+from runtime.train.curriculum import CurriculumError, no_warm_up_reason, read_curriculum, warm_up_examples
 from runtime.train.stages import sft_stage
 
 __all__ = ["run_sft_step", "adopt_sft_step", "base_model_dir", "planned_tokens", "token_matched_steps",
@@ -65,20 +65,23 @@ def base_model_dir(ctx: StepContext, stage: Stage, corpus: Path) -> Path:
     return path
 
 
-def example_lengths(model_dir: Path, dataset_dir: Path, curriculum: dict | None = None) -> tuple[list[int], list[int]]:
+def example_lengths(model_dir: Path, dataset_dir: Path,
+                    curriculum: dict | None = None) -> tuple[list[int], list[int], int]:
     """Tokens of each conversation, and of each warm-up example of `curriculum`
-    (runtime.train.curriculum; none without it), rendered with the model's own chat template."""
+    (runtime.train.curriculum; none without it), rendered with the model's own chat template;
+    and how many conversations give no warm-up example."""
     from datasets import load_from_disk
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     rows = load_from_disk(str(dataset_dir))["messages"]
-    cuts = [cut for messages in rows for cut in warm_up_examples(messages, curriculum)] if curriculum else []
+    per_row = [warm_up_examples(messages, curriculum) for messages in rows] if curriculum else []
+    cuts = [cut for row in per_row for cut in row]
 
     def length(messages: list[dict]) -> int:
         return len(tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True)["input_ids"])
 
-    return [length(m) for m in rows], [length(m) for m in cuts]
+    return [length(m) for m in rows], [length(m) for m in cuts], sum(1 for row in per_row if not row)
 
 
 def planned_tokens(lengths: list[int], max_length: int, trl_kwargs: dict, examples_per_step: int) -> int:
@@ -158,7 +161,7 @@ def run_sft_step(ctx: StepContext) -> StepResult:
     context = _model_spec(ctx, stage).context
     cut_after = curriculum["cut_after"] if curriculum else None
     measured = {mode: example_lengths(model_dir, data_dir / mode, curriculum) for _, mode in ARMS}
-    lengths = {mode: whole for mode, (whole, _) in measured.items()}
+    lengths = {mode: whole for mode, (whole, _, _) in measured.items()}
     longest = {mode: max(values, default=0) for mode, values in lengths.items()}
     budget = ctx.plan.recipe.eval.baseline_budget
     per_step = trl_kwargs["per_device_train_batch_size"] * trl_kwargs["gradient_accumulation_steps"] * processes
@@ -166,11 +169,19 @@ def run_sft_step(ctx: StepContext) -> StepResult:
     metrics.update(baseline_budget=budget, planned_stripped_tokens=stripped_tokens, commands={})
     prefix_tokens = None
     if curriculum is not None:
-        prefix_lengths = {mode: cuts for mode, (_, cuts) in measured.items()}
+        prefix_lengths = {mode: cuts for mode, (_, cuts, _) in measured.items()}
         if not prefix_lengths["stripped"]:
             raise StepError(f"stage `{stage.name}` asks for `prefix_epochs {curriculum['prefix_epochs']:g}`, but no "
-                            f"assistant turn in {data_dir} holds `{cut_after}`; write the reasoning block in the "
-                            "teacher's trajectories, or remove `prefix_epochs`")
+                            f"conversation in {data_dir} gives a warm-up example: {no_warm_up_reason(curriculum)}; "
+                            "write the reasoning block in the teacher's trajectories, or remove `prefix_epochs`")
+        without = measured["stripped"][2]
+        if without:
+            # Not lost from training (the whole-conversation phase still trains them), but
+            # the warm-up a reviewer reads in the plan skips them: say so.
+            warning = (f"{without} of {len(lengths['stripped'])} conversations give no warm-up example "
+                       f"({no_warm_up_reason(curriculum)}); only the whole-conversation phase trains them")
+            ctx.console.print(f"[yellow]![/] sft: {warning}")
+            metrics.setdefault("warnings", []).append(warning)
         prefix_kwargs = {"max_steps": -1, "num_train_epochs": curriculum["prefix_epochs"]}
         prefix_tokens = planned_tokens(prefix_lengths["stripped"], trl_kwargs["max_length"], prefix_kwargs, per_step)
         metrics.update(prefix_examples=len(prefix_lengths["stripped"]), planned_stripped_prefix_tokens=prefix_tokens)

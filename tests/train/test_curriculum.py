@@ -105,6 +105,23 @@ def test_the_warm_up_trains_first_then_the_whole_conversations(tiny_model_dir, d
 
 def test_a_warm_up_with_nothing_to_cut_is_refused_before_any_training(tiny_model_dir, dataset_dir, tmp_path):
     curriculum = {**WHOLE, "cut_after": "</SCRATCH>"}     # a tag the conversations never use
-    with pytest.raises(SFTSetupError, match="no assistant turn holds `</SCRATCH>`.*remove `prefix_epochs`"):
+    with pytest.raises(SFTSetupError, match="no trained reply holds `</SCRATCH>`.*remove `prefix_epochs`"):
         train_sft(tiny_model_dir, dataset_dir, tmp_path, SHORT, ASSISTANT_ONLY, curriculum=curriculum)
     assert not (tmp_path / "final").exists() and not list(tmp_path.glob("checkpoint-*"))
+
+
+def test_the_sft_step_counts_the_conversations_its_warm_up_skips(tiny_model_dir, tmp_path):
+    from datasets import Dataset
+
+    from runtime.train.step import example_lengths
+
+    # The second conversation's only trained reply repairs a failed attempt: under `thinks`
+    # it gives no warm-up example, and the step warns with this count.
+    attempt = {**CONVERSATION[2], "masked": True}
+    repaired = [*CONVERSATION[:2], attempt, {"role": "tool", "content": "BinderError: x"}, CONVERSATION[2]]
+    rows = [[{**m, "masked": bool(m.get("masked"))} for m in convo] for convo in (CONVERSATION, repaired)]
+    Dataset.from_list([{"messages": r} for r in rows]).save_to_disk(str(tmp_path / "data"))
+    whole, cuts, without = example_lengths(tiny_model_dir, tmp_path / "data", THINKS)
+    assert len(whole) == 2 and len(cuts) == 1 and without == 1
+    whole, cuts, without = example_lengths(tiny_model_dir, tmp_path / "data", WHOLE)
+    assert len(cuts) == 3 and without == 0          # the repair is a target when the history is whole
