@@ -144,14 +144,14 @@ def spread_per_split(tasks: list, limit: int | None) -> list:
     """
     if limit is None:
         return tasks
-    by_split: dict[str, list] = {}
-    for task in tasks:
-        by_split.setdefault(task.split, []).append(task)
+    by_split: dict[str, list[int]] = {}
+    for index, task in enumerate(tasks):
+        by_split.setdefault(task.split, []).append(index)
     keep = set()
-    for chosen in by_split.values():
-        n = min(limit, len(chosen))
-        keep.update(id(chosen[(i * len(chosen)) // n]) for i in range(n))
-    return [t for t in tasks if id(t) in keep]
+    for indices in by_split.values():
+        n = min(limit, len(indices))
+        keep.update(indices[(i * len(indices)) // n] for i in range(n))
+    return [task for index, task in enumerate(tasks) if index in keep]
 
 
 def run_eval(ctx):
@@ -172,12 +172,12 @@ def run_eval(ctx):
     tasks = cap_per_workflow(held_out, recipe.eval.instances)
     if not tasks:
         raise StepError(f"{instances} holds no held-out instances; raise `eval {{ holdout ... }}` in the recipe")
-    capped = spread_per_split(tasks, recipe.eval.limit)
-    if len(capped) < len(tasks):
-        ctx.console.print(f"eval: `eval {{ limit {recipe.eval.limit} }}` keeps {len(capped)} of {len(tasks)} "
+    limited = None                      # eval { limit N }: what it kept, for eval.json and the report
+    kept = spread_per_split(tasks, recipe.eval.limit)
+    if len(kept) < len(tasks):
+        ctx.console.print(f"eval: `eval {{ limit {recipe.eval.limit} }}` keeps {len(kept)} of {len(tasks)} "
                           "held-out instances (at most that many per split)")
-    limited_from = len(tasks) if len(capped) < len(tasks) else None
-    tasks = capped
+        limited, tasks = {"per_split": recipe.eval.limit, "held_out": len(tasks)}, kept
     # specs/input_builder.json says which input mode (system prompt) each arm gets.
     builder = input_builder(ctx)
     wording = TurnWording.from_file(ctx.artifact(builder["turn_template"]))
@@ -218,8 +218,8 @@ def run_eval(ctx):
     report = {"arms": list(recipe.eval.arms), "instances": len(tasks), "results": results,
               "per_workflow": by_workflow, "failures": failures,
               "prompts": builder["eval_arms"], "stuffed_training": "sft step, the same stage settings on dataset/stuffed"}
-    if limited_from is not None:        # eval { limit N } kept `instances` of these
-        report["limit"] = {"per_split": recipe.eval.limit, "held_out": limited_from}
+    if limited is not None:
+        report["limit"] = limited
     outputs = []
     if recipe.eval.general:
         report["general"] = general_skills(ctx, {arm: models[arm] for arm in recipe.eval.arms})
