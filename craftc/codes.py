@@ -493,6 +493,14 @@ CODES: dict[str, CodeInfo] = {
                "the trainer would stop at start-up.",
                "stage sft { lora { targets q_proj, gate_up_proj  dropout 0.05 } }",
                "stage sft { lora { targets q_proj, gate_up_proj  dropout 0 } }"),
+    "E519": _c("compacted earlier turns with policy-history GRPO",
+               "The recipe sets `earlier_turns compact` and a TRL `grpo` stage keeps `history policy` (the "
+               "default).",
+               "A policy-history rollout plays every turn of a conversation and is trained as one token "
+               "sequence; with earlier turns compacted as each question is asked, the later turns' contexts "
+               "are not a continuation of that sequence. Reference-history rows hold one turn each.",
+               "earlier_turns compact\nstage grpo { from sft  group 4 }",
+               "earlier_turns compact\nstage grpo { from sft  group 4  history reference }"),
     # ------------------------------------------------------------ importing schemas (craftc import)
     "E901": _c("import source does not exist",
                "The database, SQL file or dbt project named for `craftc import` is not there.",

@@ -34,6 +34,7 @@ def check_stages(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None
         _check_mask(s, block, sink)
         check_engine(s, block, sink)
         _check_lora_targets(recipe, s, block, sink)
+        _check_earlier_turns(recipe, s, block, sink)
     _check_cycles(recipe.stages, blocks, sink)
     _check_budget(decl, recipe, blocks, models, sink)
 
@@ -144,6 +145,17 @@ def _check_lora_targets(recipe: Recipe, s: Stage, block: Block | None, sink) -> 
                    (dropout.values[0].span if dropout and dropout.values else None)
                    or (spans.get(experts[0]) or (lora.key_span if lora else s.span)),
                    "add `dropout 0` to the `lora` block, or target only linear modules")
+
+
+def _check_earlier_turns(recipe: Recipe, s: Stage, block: Block | None, sink) -> None:
+    # TRL's rollout trains a policy-history conversation as one token sequence, which a
+    # context compacted between its turns is not; reference rows are one turn each.
+    if (recipe.earlier_turns == "compact" and isinstance(s, GRPOStage) and s.engine == "trl"
+            and s.history == "policy"):
+        span = (setting_span(block, "history") or block.name_span) if block else s.span
+        sink.error("E519", f"stage `{s.name}`: `earlier_turns compact` needs `history reference` "
+                   "(a policy-history rollout is trained as one sequence, which a compacted context is not)",
+                   span, f"add `history reference` to `stage {s.name}`, or set `earlier_turns full`")
 
 
 def _check_model_shape(m: ModelSpec, block: Block, sink) -> None:

@@ -22,7 +22,7 @@ _NAMED_LISTS = {
 }
 _SINGLE = ("format", "teacher", "gates", "reward", "eval")
 # `stripped_prompt` only where set (plan.json omits it at its default).
-_RECIPE_KEYS = ("name", "profile", "profiles", "seed", "scale", "stripped_prompt")
+_RECIPE_KEYS = ("name", "profile", "profiles", "seed", "scale", "stripped_prompt", "earlier_turns")
 
 
 def _is_object_list(value: Any) -> bool:

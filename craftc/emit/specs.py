@@ -25,7 +25,7 @@ def input_builder_spec(recipe: Recipe, turn_sections: dict[str, str]) -> dict:
         mode: {"system_prompt": f"prompts/system_{mode}.md", "roles": list(_ROLES)}
         for mode in ("stripped", "stuffed")
     }
-    return {
+    spec = {
         "modes": modes,
         "stages": {stage.name: stage.input for stage in recipe.stages},
         "eval_arms": {arm: ARM_INPUT[arm] for arm in recipe.eval.arms},
@@ -35,6 +35,10 @@ def input_builder_spec(recipe: Recipe, turn_sections: dict[str, str]) -> dict:
         "format": recipe.format.model_dump(mode="json"),
         "max_turns": recipe.eval.max_turns,
     }
+    # Written only where set, so a recipe that leaves it compiles to the plan it did before.
+    if recipe.earlier_turns != "full":
+        spec["earlier_turns"] = recipe.earlier_turns
+    return spec
 
 
 def stop_token(recipe: Recipe, stage: Stage) -> str | None:

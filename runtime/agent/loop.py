@@ -6,8 +6,9 @@ execution or an ``<ANSWER>`` ends the user turn; an error lets the model repair,
 up to ``max_turns`` model calls per user turn. After a successful run, when another
 user turn follows, the model first writes its ``<ANSWER>`` (one more call, kept as
 ``UserTurn.answer_call``, outside ``calls``), because every training conversation
-closes each turn that way. Then the next user turn is asked, with the whole
-history in context.
+closes each turn that way. Then the next user turn is asked, with the history in
+context: the whole transcript, or under ``earlier_turns compact`` each earlier turn
+as its question, last CODE and answer (``runtime.agent.history``).
 
 Episodes advance in lockstep so that every step is one batched ``generate`` call
 (greedy decoding is then deterministic and fast enough for evaluation).
@@ -22,6 +23,7 @@ from craftc.ir import BlockFormat
 from runtime.distill.blocks import parse_turn
 from runtime.agent.episode import Episode, ExecRecord, ModelCall, UserTurn, count_discovery, tool_output_text
 from runtime.agent.generate import Generation, HFGenerator
+from runtime.agent.history import EARLIER_TURNS, compact_before_last_question
 from runtime.agent.task import AgentTask
 
 __all__ = ["TurnWording", "run_episode", "run_episodes"]
@@ -73,11 +75,14 @@ class _Run:
     turn_no: int = 0
     done: bool = False
     answering: bool = False      # the turn's code ran: the next call writes its answer
+    compact: BlockFormat | None = None   # `earlier_turns compact`: how to find the CODE to keep
 
 
 def _start_turn(run: _Run, wording: TurnWording) -> None:
     ask = run.task.turns[run.turn_no].ask
     run.messages.append({"role": "user", "content": wording.render_user(ask)})
+    if run.compact is not None:
+        run.messages = compact_before_last_question(run.messages, run.compact)
     run.episode.turns.append(UserTurn(index=run.turn_no, ask=ask))
 
 
@@ -100,7 +105,8 @@ def _execute(sandbox, jobs: list[tuple[str, dict]]) -> list:
 def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, fmt=None,
                  max_turns: int = 3, wording: TurnWording | None = None, arm: str = "",
                  on_generation=None, prefixes: list[list[dict]] | None = None,
-                 transcripts: list | None = None, overlap: bool = False, on_episode=None) -> list[Episode]:
+                 transcripts: list | None = None, overlap: bool = False, on_episode=None,
+                 earlier_turns: str = "full") -> list[Episode]:
     """Run every task's conversation to the end, one batched model call per step.
 
     Args:
@@ -125,18 +131,23 @@ def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, 
         on_episode: Optional ``callback(task_index, Episode)``, called once per task as soon
             as its conversation ends (evaluation scores it there and shows progress).
             Episodes end in the order the batched steps finish them, not in task order.
+        earlier_turns: ``full`` or ``compact``: what later questions see of the turns before
+            them (``runtime.agent.history``; the plan's ``specs/input_builder.json``).
 
     Returns:
         One ``Episode`` per task, in order.
     """
     if max_turns < 1:
         raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+    if earlier_turns not in EARLIER_TURNS:
+        raise ValueError(f"earlier_turns must be one of {', '.join(EARLIER_TURNS)}, got {earlier_turns!r}")
     wording = wording or TurnWording()
     fmt = _block_format(fmt)
     runs = []
     for n, task in enumerate(tasks):
         run = _Run(task, Episode(task.id, task.workflow, task.split, arm),
-                   [{"role": "system", "content": system_prompt}])
+                   [{"role": "system", "content": system_prompt}],
+                   compact=fmt if earlier_turns == "compact" else None)
         if prefixes is not None:
             run.messages = [dict(m) for m in prefixes[n]]
             run.episode.turns.append(UserTurn(index=0, ask=task.turns[0].ask))

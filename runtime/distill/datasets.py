@@ -6,7 +6,9 @@ says), ``assistant`` (the accepted three-block turn), ``tool`` (the execution
 output, worded as ``turn.md``'s tool section) and a final ``assistant``
 ``<ANSWER>`` summarising the result. A conversation keeps its turns up to the first
 turn with no accepted candidate. Both modes are built from the same trajectories,
-so they differ only in the system prompt.
+so they differ only in the system prompt. Under the recipe's ``earlier_turns compact``
+a conversation gives one example per turn instead: its earlier turns compacted to
+question, code and answer (``runtime.agent.history``) and masked, then the turn whole.
 
 Only ``train`` instances become training data; the others are written to
 ``eval_instances.json`` for the eval step. Token counts use the compiler's
@@ -24,6 +26,7 @@ from typing import Any
 from craftc.ir import BlockFormat
 from craftc.tokens import estimate_tokens
 from runtime.agent.episode import ExecRecord, answer_text, tool_output_text
+from runtime.agent.history import compact_turn
 from runtime.distill.blocks import format_answer, format_turn, parse_turn
 
 __all__ = ["MODES", "TOKEN_COUNTER", "read_turn_templates", "build_examples", "save_dataset", "corpus_text"]
@@ -57,8 +60,14 @@ def _canonical(text: str, fmt: BlockFormat) -> str:
 
 
 def build_examples(instances: list[dict[str, Any]], accepted: dict[tuple[str, int], list[dict[str, Any]]],
-                   systems: dict[str, str], templates: dict[str, str], fmt: BlockFormat) -> dict[str, list[dict]]:
-    """Examples per mode from accepted candidates keyed by (instance_id, turn index)."""
+                   systems: dict[str, str], templates: dict[str, str], fmt: BlockFormat,
+                   earlier_turns: str = "full") -> dict[str, list[dict]]:
+    """Examples per mode from accepted candidates keyed by (instance_id, turn index).
+
+    With ``earlier_turns compact`` a conversation gives one example per turn: the earlier
+    turns compacted (``runtime.agent.history``) and masked, then the turn itself, trained.
+    Each trained message is then trained once, in the context the agent meets it in.
+    """
     out: dict[str, list[dict]] = {mode: [] for mode in MODES}
     for instance in instances:
         if instance["split"] != "train":
@@ -81,28 +90,43 @@ def build_examples(instances: list[dict[str, Any]], accepted: dict[tuple[str, in
             continue
         variants = min(PER_INSTANCE, max(len(options) for options in chosen_per_turn))
         for variant in range(variants):
-            body = []
+            turns = []
             for turn_index, options in enumerate(chosen_per_turn):
                 key, record = options[variant % len(options)]
                 text = key[-1]
-                body.append({"role": "user", "content": templates["user"].format(ask=instance["turns"][turn_index]["ask"])})
+                turn = [{"role": "user", "content": templates["user"].format(ask=instance["turns"][turn_index]["ask"])}]
                 # Teacher feedback with `failed_attempts masked`: the failed turns and their
                 # errors stay in the conversation, masked from the loss.
                 for attempt in record.get("attempts", []):
-                    body += [{"role": "assistant", "content": _canonical(attempt["text"], fmt), "masked": True},
+                    turn += [{"role": "assistant", "content": _canonical(attempt["text"], fmt), "masked": True},
                              {"role": "tool", "content": attempt["output"]}]
                 execution = ExecRecord.from_summary(record["execution"])
-                body += [{"role": "assistant", "content": text},
+                turn += [{"role": "assistant", "content": text},
                          {"role": "tool", "content": templates["tool"].format(output=tool_output_text(execution))},
                          {"role": "assistant", "content": format_answer(answer_text(execution), fmt)}]
-            for mode in MODES:
-                messages = [{"role": "system", "content": systems[mode]}, *body]
-                out[mode].append({"messages": messages, "workflow": instance["workflow"],
-                                  "instance_id": instance["instance_id"], "split": "train",
-                                  "turns": len(chosen_per_turn), "variant": variant,
-                                  "n_tokens": sum(estimate_tokens(m["content"]) for m in messages),
-                                  "token_counter": TOKEN_COUNTER})
+                turns.append(turn)
+            for body in _bodies(turns, fmt, earlier_turns):
+                for mode in MODES:
+                    messages = [{"role": "system", "content": systems[mode]}, *body]
+                    out[mode].append({"messages": messages, "workflow": instance["workflow"],
+                                      "instance_id": instance["instance_id"], "split": "train",
+                                      "turns": len(chosen_per_turn), "variant": variant,
+                                      "n_tokens": sum(estimate_tokens(m["content"]) for m in messages),
+                                      "token_counter": TOKEN_COUNTER})
     return out
+
+
+def _bodies(turns: list[list[dict]], fmt: BlockFormat, earlier_turns: str) -> list[list[dict]]:
+    """The examples' messages after the system prompt: the whole conversation, or one per turn."""
+    if earlier_turns == "full":
+        return [[message for turn in turns for message in turn]]
+    bodies, context = [], []
+    for turn in turns:
+        bodies.append(context + turn)
+        # What later turns see of this one is context only: it was trained in its own example.
+        context = context + [{**m, "masked": True} if m["role"] == "assistant" else m
+                             for m in compact_turn(turn, fmt)]
+    return bodies
 
 
 def save_dataset(examples: list[dict], out_dir: Path) -> None:

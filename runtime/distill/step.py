@@ -421,6 +421,7 @@ def run_dataset(ctx: StepContext) -> StepResult:
     """Accepted trajectories -> stripped and stuffed datasets, eval instances, corpus."""
     from runtime.distill.datasets import (MODES, TOKEN_COUNTER, build_examples, corpus_text, dumps,
                                           read_turn_templates, save_dataset)
+    from runtime.agent.history import earlier_turns_of
     from runtime.distill.losses import dataset_losses, report_losses
 
     recipe = ctx.plan.recipe
@@ -435,7 +436,12 @@ def run_dataset(ctx: StepContext) -> StepResult:
         templates = read_turn_templates(ctx.artifact(builder["turn_template"]).read_text(encoding="utf-8"))
     except ValueError as err:
         raise StepError(str(err)) from None
-    examples = build_examples(instances, accepted, systems, templates, BlockFormat(**builder["format"]))
+    try:
+        earlier_turns = earlier_turns_of(builder)
+    except ValueError as err:
+        raise StepError(str(err)) from None
+    examples = build_examples(instances, accepted, systems, templates, BlockFormat(**builder["format"]),
+                              earlier_turns)
     if not examples["stripped"]:
         raise StepError("no accepted trajectory reached the dataset: every candidate was rejected; "
                         f"see {FUNNEL_MD.under('RUN_DIR').as_posix()} for the reasons")
@@ -453,10 +459,14 @@ def run_dataset(ctx: StepContext) -> StepResult:
     tokens = {mode: sum(e["n_tokens"] for e in examples[mode]) for mode in MODES}
     workflows = sorted({e["workflow"] for e in examples["stripped"]})
     trained = sorted({i["workflow"] for i in instances if i["split"] == "train"})
-    ctx.console.print(f"dataset: {len(examples['stripped'])} examples per mode from {len(workflows)} of "
+    conversations = len({(e["instance_id"], e["variant"]) for e in examples["stripped"]})
+    per_turn = f" ({conversations} conversations, one example per turn: earlier_turns {earlier_turns})" \
+        if earlier_turns != "full" else ""
+    ctx.console.print(f"dataset: {len(examples['stripped'])} examples per mode{per_turn} from {len(workflows)} of "
                       f"{len(trained)} train workflows; tokens {tokens}")
     report_losses(losses, "dataset", recipe.on_loss, ctx.console)
-    return StepResult(metrics={"examples": len(examples["stripped"]), "tokens": tokens,
+    return StepResult(metrics={"examples": len(examples["stripped"]), "conversations": conversations,
+                               "earlier_turns": earlier_turns, "tokens": tokens,
                                "token_counter": TOKEN_COUNTER, "eval_instances": len(held_out),
                                "workflows": len(workflows), "train_workflows": len(trained),
                                "workflows_without_examples": [w for w in trained if w not in workflows],

@@ -60,10 +60,12 @@ def _counting(generate, on_calls, chunk: int | None):
 def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], references: dict, system_prompt: str,
                  sandbox, fmt=None, max_turns: int = 3, wording: TurnWording | None = None,
                  terms=None, max_new_tokens: int = 256, batch_size: int = 8, engine: str = "transformers",
-                 catalog: ReferenceCatalog | None = None, progress: ArmProgress | None = None) -> list:
+                 catalog: ReferenceCatalog | None = None, progress: ArmProgress | None = None,
+                 earlier_turns: str = "full") -> list:
     """Greedy episodes of one arm on ``tasks``, scored and their failures classified.
 
-    ``engine`` is the plan's rollout engine; ``catalog`` holds every workflow's reference
+    ``engine`` is the plan's rollout engine; ``earlier_turns`` what later questions see of
+    earlier turns (the plan's input builder); ``catalog`` holds every workflow's reference
     texts (default: those of ``tasks``); ``progress`` is told of each model call batch and
     each finished episode. Each episode is scored as soon as it ends, while its result
     frames are in memory.
@@ -91,7 +93,8 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
         if progress is not None:
             progress.episode(episode)
 
-    return run_episodes(generate, tasks, system_prompt, sandbox, fmt, max_turns, wording, arm=arm, on_episode=ended)
+    return run_episodes(generate, tasks, system_prompt, sandbox, fmt, max_turns, wording, arm=arm, on_episode=ended,
+                        earlier_turns=earlier_turns)
 
 
 def split_summaries(episodes: list, seed: int = 0) -> dict[str, dict]:
@@ -157,6 +160,7 @@ def spread_per_split(tasks: list, limit: int | None) -> list:
 def run_eval(ctx):
     """Evaluate every arm of the recipe on the held-out instances."""
     from craftc.ir import BlockFormat
+    from runtime.agent.history import earlier_turns_of
     from runtime.distill.step import input_builder
     from runtime.rewards import SchemaTerms
     from runtime.sandbox import SandboxLimits, SandboxPool, sandbox_workers
@@ -184,6 +188,10 @@ def run_eval(ctx):
     prompts = {arm: ctx.artifact(builder["modes"][mode]["system_prompt"]).read_text()
                for arm, mode in builder["eval_arms"].items()}
     fmt = BlockFormat(**builder["format"])
+    try:
+        earlier_turns = earlier_turns_of(builder)
+    except ValueError as err:
+        raise StepError(str(err)) from None
     terms = SchemaTerms.from_schema(recipe.schema_)
     stage = grpo_stage(recipe)
     max_new, engine = stage.max_new_tokens, stage.rollout
@@ -210,7 +218,7 @@ def run_eval(ctx):
                              builder["max_turns"]) as progress:
                 episodes = evaluate_arm(arm, models[arm](), tasks, references, prompts[arm], sandbox,
                                         fmt, builder["max_turns"], wording, terms, max_new, engine=engine,
-                                        catalog=catalog, progress=progress)
+                                        catalog=catalog, progress=progress, earlier_turns=earlier_turns)
             (ctx.out_dir / "episodes" / f"{arm}.jsonl").write_text(
                 "".join(json.dumps(e.to_dict(), sort_keys=True) + "\n" for e in episodes))
             results[arm] = split_summaries(episodes, ctx.seed)

@@ -88,3 +88,19 @@ def test_a_judge_backend_draws_no_training_instances(tmp_path):
     result = load_recipe(recipe)
     assert [d.code for d in result.diagnostics if d.severity == "error"] == ["E201"]
     assert "unknown setting `instances`" in result.render()
+
+
+def test_compacted_earlier_turns_reach_the_input_builder_that_every_step_reads(tmp_path):
+    text = ads_text_without_levers()
+    at = text.rindex("}")
+    recipe = tmp_path / "ads_compact.craft"
+    recipe.write_text(text[:at] + "  profile compact {\n    earlier_turns compact\n"
+                      "    stage grpo { history reference }\n  }\n" + text[at:])
+    default, compact = (compile_recipe(recipe, p) for p in ("default", "compact"))
+    assert default.ok and compact.ok, compact.load.render()
+    builder = json.loads(compact.files["specs/input_builder.json"])
+    assert builder["earlier_turns"] == "compact"
+    assert json.loads(compact.files["plan.json"])["recipe"]["earlier_turns"] == "compact"
+    # Left out, the plan is the one craft always compiled: no key, in either file.
+    assert "earlier_turns" not in json.loads(default.files["specs/input_builder.json"])
+    assert "earlier_turns" not in json.loads(default.files["plan.json"])["recipe"]

@@ -21,7 +21,7 @@ from tests.rewards.conftest import call, user_turn
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = (ROOT / "recipes/ads_analytics.craft").read_text()
 SMOKE_SFT = "stage sft  { prefix_epochs 1  prefix_history thinks  steps 4  batch 2  per_device_batch 2  max_length 1536 }"
-SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 4 }"
+SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 4  history policy }"
 PREPARED_STEPS = ("world", "distill", "gate", "dataset")
 
 
@@ -94,6 +94,37 @@ def test_a_prompt_template_drives_the_dataset_text(base):
     for run_dir, present in ((run, False), (new_run, True)):
         first = load_from_disk(str(run_dir / "dataset/dataset/stripped"))[0]["messages"][0]["content"]
         assert ("sandbox (edited)" in first) is present
+
+
+def test_compacted_earlier_turns_drive_the_training_examples(base):
+    work, plan, run = base
+    # The smoke profile's GRPO stage moves to reference history too: E519 refuses policy
+    # history beside compacted turns.
+    start = RECIPE.index("    earlier_turns full\n")
+    old = RECIPE[start:RECIPE.index("history policy }", start) + len("history policy }")]
+    new = old.replace("earlier_turns full", "earlier_turns compact").replace("history policy }", "history reference }")
+    edited = compile_variant(work, "earlier_turns", old, new)
+    assert "specs/input_builder.json" in diff_text(work, plan, edited)
+    new_run = run_dir_from(run, work / "runs" / "earlier_turns", ("world", "distill", "gate"))
+    ran = craftc("run", edited, "--run-dir", new_run, "--only", "dataset", cwd=work)
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+    assert "one example per turn: earlier_turns compact" in ran.stdout + ran.stderr
+    from datasets import load_from_disk
+
+    whole, per_turn = (load_from_disk(str(r / "dataset/dataset/stripped")) for r in (run, new_run))
+    metrics = json.loads((new_run / "dataset/manifest.json").read_text())["metrics"]
+    assert metrics["earlier_turns"] == "compact" and metrics["conversations"] == len(whole)
+    # One example per conversation, against one per turn.
+    assert len(per_turn) == sum(whole["turns"]) > len(whole)
+    follow_ups = [m for m in per_turn["messages"] if sum(x["role"] == "user" for x in m) > 1]
+    assert follow_ups
+    for messages in follow_ups:
+        last_ask = max(i for i, m in enumerate(messages) if m["role"] == "user")
+        earlier = messages[1:last_ask]
+        # Earlier turns: questions, code and answers, nothing trained, no tool output.
+        assert not any(m["role"] == "tool" for m in earlier)
+        assert all(m["masked"] for m in earlier if m["role"] == "assistant")
+        assert not any("<THINK>" in m["content"] for m in earlier)
 
 
 def test_the_warm_ups_history_drives_the_examples_the_sft_step_plans(base):
@@ -213,7 +244,7 @@ def test_rollout_vllm_without_a_gpu_stops_before_launching_with_one_clear_line(b
     from runtime.train.grpo import run_grpo
 
     work, _, _ = base
-    edited = compile_variant(work, "vllm", SMOKE_GRPO, SMOKE_GRPO.replace("measure 4 }", "measure 4  rollout vllm, colocate }"))
+    edited = compile_variant(work, "vllm", SMOKE_GRPO, SMOKE_GRPO.replace("history policy }", "history policy  rollout vllm, colocate }"))
     (tmp_path / "out").mkdir()
     ctx = StepContext(plan=load_plan(edited), plan_dir=edited, run_dir=tmp_path, out_dir=tmp_path / "out",
                       console=Console(file=io.StringIO()), seed=0)

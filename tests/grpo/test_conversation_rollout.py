@@ -102,6 +102,16 @@ def test_reference_history_plays_one_turn_per_row_on_the_reference_turns(tiny_mo
     assert second[4]["content"].startswith("<ANSWER>\nThe result has 2 rows")
 
 
+def test_reference_rows_under_compacted_earlier_turns_carry_question_code_and_answer(sandbox):
+    compact = GRPOJob(**JOB, stage=job("reference").stage, earlier_turns="compact")
+    _, plays = build_rows(compact, sandbox, [AgentTask.from_dict(task_dict(2, "top_budget-0"))])
+    second = plays["top_budget-0/1"].prompt
+    # As the SFT examples and eval show a follow-up: no scratchpad, plan or tool output.
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "assistant", "user"]
+    assert second[2]["content"].startswith("<CODE>\n") and "Rank campaigns by daily budget" not in second[2]["content"]
+    assert second[3]["content"].startswith("<ANSWER>\nThe result has 2 rows")
+
+
 def test_a_vllm_engine_plays_the_same_rollout_loop(tiny_model, sandbox):
     """`rollout vllm` swaps only the generation call: a stand-in for TRL's vllm_generation
     receives the rendered prompt ids and its completions flow through the same loop."""

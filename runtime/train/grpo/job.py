@@ -44,6 +44,7 @@ class GRPOJob:
     peft: dict | None = None                      # stages/<stage>/peft_config.json (LoraConfig), if any
     schema: dict | None = None                    # craftc.ir.Schema as JSON, for consistency/judge
     api_factory: str = API_FACTORY
+    earlier_turns: str = "full"                   # specs/input_builder.json: what later turns see of earlier ones
 
     STEP_KEYS = ("model_dir", "instances", "warehouse", "out_dir")
 
@@ -83,6 +84,11 @@ class GRPOJob:
         except AdapterError as exc:
             raise GRPOSetupError(str(exc)) from None
         spec = RewardSpec.from_json(plan_dir / "specs" / "reward.json")
+        from runtime.agent.history import earlier_turns_of
+        try:
+            earlier_turns = earlier_turns_of(builder)
+        except ValueError as exc:
+            raise GRPOSetupError(str(exc)) from None
         wording = TurnWording.from_file(plan_dir / builder["turn_template"])
         mode = builder["stages"][stage_name]
         root = config.resolve().parent
@@ -96,7 +102,7 @@ class GRPOJob:
             trl={"run_name": run_name(recipe.name, stage_name, plan.content_hash), **trl}, wording={"user": wording.user, "tool": wording.tool},
             fmt=builder["format"], workers=recipe.gates.execution.workers,
             secret_env=list(recipe.gates.execution.secret_env), seed=recipe.seed, peft=peft,
-            schema=recipe.schema_.model_dump(mode="json"),
+            schema=recipe.schema_.model_dump(mode="json"), earlier_turns=earlier_turns,
         )
 
 

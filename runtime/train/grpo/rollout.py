@@ -78,7 +78,7 @@ def play(job: GRPOJob, generate, sandbox, plays: list[RolloutTask], prompts: lis
     episodes = run_episodes(generate, [p.task for p in plays], "", sandbox, BlockFormat(**job.fmt),
                             job.stage["max_turns"], TurnWording(**job.wording),
                             on_generation=lambda i, _t, gen: generations[i].append(gen), prefixes=prompts,
-                            transcripts=transcripts, overlap=overlap)
+                            transcripts=transcripts, overlap=overlap, earlier_turns=job.earlier_turns)
     return episodes, transcripts, [generations[i] for i in range(len(plays))]
 
 

@@ -55,13 +55,15 @@ def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict[str
     is the prompt and the rollout plays every later turn on the policy's own earlier
     turns and their real tool outputs. With ``history reference`` a row is one instance
     turn whose prompt carries the earlier turns as the reference turns and their tool
-    outputs. Nothing is capped: GRPO samples rows per step in a seeded order.
+    outputs (under ``earlier_turns compact``, each as its question, CODE and answer).
+    Nothing is capped: GRPO samples rows per step in a seeded order.
 
     Returns:
         ``(rows, plays)``: dataset rows (``prompt``, ``workflow``, ``row_key``) and the
         ``RolloutTask`` of each row key.
     """
     from runtime.agent import AgentTask, ExecRecord, TurnWording, answer_text, tool_output_text
+    from runtime.agent.history import compact_turn
     from runtime.distill.blocks import format_answer, format_turn
 
     from craftc.ir import BlockFormat
@@ -87,9 +89,12 @@ def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict[str
             plays[one.id] = RolloutTask(one.id, task.workflow, prompt, one, [frames[t]], [expectations[t]])
             reference_turn = format_turn("Follow the plan.", turn.reference_plan, turn.reference_code, fmt)
             record = ExecRecord.from_result(refs[t])
-            messages = prompt + [{"role": "assistant", "content": reference_turn},
-                                 {"role": "tool", "content": wording.render_tool(tool_output_text(record))},
-                                 {"role": "assistant", "content": format_answer(answer_text(record), fmt)}]
+            done = [prompt[-1], {"role": "assistant", "content": reference_turn},
+                    {"role": "tool", "content": wording.render_tool(tool_output_text(record))},
+                    {"role": "assistant", "content": format_answer(answer_text(record), fmt)}]
+            if job.earlier_turns == "compact":
+                done = compact_turn(done, fmt)
+            messages = prompt[:-1] + done
     for key, play in plays.items():
         rows.append({"prompt": play.prompt, "workflow": play.workflow, "row_key": key})
     return rows, plays

@@ -18,9 +18,14 @@ from runtime.train.verl.scoring import frame_to_json
 __all__ = ["rl_rows", "write_parquet"]
 
 
-def rl_rows(tasks, system_prompt: str, wording, fmt, sandbox, spec: dict) -> list[dict]:
-    """The parquet rows of ``tasks`` (``runtime.agent.AgentTask``), references run in ``sandbox``."""
+def rl_rows(tasks, system_prompt: str, wording, fmt, sandbox, spec: dict, earlier_turns: str = "full") -> list[dict]:
+    """The parquet rows of ``tasks`` (``runtime.agent.AgentTask``), references run in ``sandbox``.
+
+    Under ``earlier_turns compact`` a later row's prompt holds each earlier turn as its
+    question, CODE and answer (``runtime.agent.history``), as the SFT data and eval do.
+    """
     from runtime.agent import ExecRecord, answer_text, tool_output_text
+    from runtime.agent.history import compact_turn
     from runtime.distill.blocks import format_answer, format_turn
 
     rows = []
@@ -40,10 +45,12 @@ def rl_rows(tasks, system_prompt: str, wording, fmt, sandbox, spec: dict) -> lis
                                "tools_kwargs": {"run_code": {"create_kwargs": {"params": params}}}},
             })
             record = ExecRecord.from_result(result)
-            messages += [{"role": "assistant", "content": format_turn("Follow the plan.", turn.reference_plan,
-                                                                      turn.reference_code, fmt)},
-                         {"role": "tool", "content": wording.render_tool(tool_output_text(record))},
-                         {"role": "assistant", "content": format_answer(answer_text(record), fmt)}]
+            done = [messages.pop(),
+                    {"role": "assistant", "content": format_turn("Follow the plan.", turn.reference_plan,
+                                                                 turn.reference_code, fmt)},
+                    {"role": "tool", "content": wording.render_tool(tool_output_text(record))},
+                    {"role": "assistant", "content": format_answer(answer_text(record), fmt)}]
+            messages += compact_turn(done, fmt) if earlier_turns == "compact" else done
     return rows
 
 

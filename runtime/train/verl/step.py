@@ -59,6 +59,7 @@ def _write_rows(ctx, stage, spec: dict) -> int:
     from runtime.agent import TurnWording, load_tasks
     from runtime.sandbox import SandboxLimits, SandboxPool
     from runtime.train.train_split import write_train_instances
+    from runtime.agent.history import earlier_turns_of
     from runtime.train.verl.data import rl_rows, write_parquet
 
     builder = json.loads(ctx.artifact("specs/input_builder.json").read_text(encoding="utf-8"))
@@ -70,7 +71,8 @@ def _write_rows(ctx, stage, spec: dict) -> int:
     gate = ctx.plan.recipe.gates.execution
     limits = SandboxLimits(secret_env=tuple(gate.secret_env))
     with SandboxPool(gate.workers, ctx.input(WAREHOUSE), limits, API_FACTORY) as sandbox:
-        rows = rl_rows(tasks, system_prompt, wording, BlockFormat(**builder["format"]), sandbox, spec)
+        rows = rl_rows(tasks, system_prompt, wording, BlockFormat(**builder["format"]), sandbox, spec,
+                       earlier_turns_of(builder))
     write_parquet(rows, ctx.out_dir / "train.parquet")
     return len(rows)
 
