@@ -136,3 +136,16 @@ def test_a_vllm_engine_plays_the_same_rollout_loop(tiny_model, sandbox):
     assert out["env_mask"][0].count(1) == 2 * len(answer)
     assert out["logprobs"][0][:len(answer)] == [-0.5] * len(answer)
     assert [t.answer for t in out["episode"][0].turns] == ["done", "done"]
+
+
+def test_verls_rows_compact_earlier_turns_exactly_as_trls_rows_do(sandbox):
+    from craftc.ir import BlockFormat
+    from runtime.agent import TurnWording
+    from runtime.train.verl.data import rl_rows
+
+    task = AgentTask.from_dict(task_dict(2, "top_budget-0"))
+    spec = {"data_source": "craft", "agent_name": "craft_tool_agent", "ability": "analytics"}
+    verl = rl_rows([task], JOB["system_prompt"], TurnWording(**JOB["wording"]), BlockFormat(**JOB["fmt"]),
+                   sandbox, spec, "compact")
+    _, plays = build_rows(GRPOJob(**JOB, stage=job("reference").stage, earlier_turns="compact"), sandbox, [task])
+    assert [row["prompt"] for row in verl] == [plays["top_budget-0/0"].prompt, plays["top_budget-0/1"].prompt]
