@@ -228,6 +228,8 @@ def run_eval(ctx):
               "prompts": builder["eval_arms"], "stuffed_training": "sft step, the same stage settings on dataset/stuffed"}
     if limited is not None:
         report["limit"] = limited
+    if earlier_turns != "full":         # what follow-up calls saw of earlier turns, and so paid for
+        report["earlier_turns"] = earlier_turns
     outputs = []
     if recipe.eval.general:
         report["general"] = general_skills(ctx, {arm: models[arm] for arm in recipe.eval.arms})

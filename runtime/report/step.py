@@ -55,6 +55,8 @@ def build_report(eval_json: dict, run_dir: Path | None = None) -> dict:
               "baseline": "stuffed", "tables": tables}
     if eval_json.get("limit"):          # eval { limit N }: a sample of the held-out instances
         report["limit"] = eval_json["limit"]
+    if eval_json.get("earlier_turns"):  # earlier_turns compact: what follow-up calls saw, in every arm
+        report["earlier_turns"] = eval_json["earlier_turns"]
     if eval_json.get("per_workflow"):   # agent score per workflow and held-out split
         report["per_workflow"] = build_workflow_table(eval_json["per_workflow"])
     if eval_json.get("failures"):       # failure classes per arm, one example each
@@ -77,6 +79,9 @@ def render_markdown(report: dict) -> str:
     parts = ["# craft results\n", f"{asked}; baseline: `stuffed` "
              "(full schema DDL in every prompt). Rates with 95% Wilson intervals and deltas in "
              "percentage points; costs with 95% bootstrap intervals and ratios to the baseline, each ratio with a paired bootstrap interval over the instances both arms ran.\n"]
+    if report.get("earlier_turns") == "compact":
+        parts.append("\nIn every arm a follow-up question saw each earlier turn compacted to its question, last "
+                     "CODE and answer (`earlier_turns compact`).\n")
     for split, table in report["tables"].items():
         parts += [f"\n## {split}\n\n", markdown_table(table)]
     if "per_workflow" in report:

@@ -162,3 +162,12 @@ def test_a_limited_eval_says_how_many_held_out_instances_it_kept():
     assert render_markdown(build_report(limited)).splitlines()[1].startswith(
         "10 held-out instances (`eval { limit 8 }` kept them of 58, spread over each split); baseline")
     assert "limit" not in build_report(EVAL)
+
+
+def test_the_report_says_when_follow_ups_saw_compacted_earlier_turns():
+    from runtime.report.step import build_report, render_markdown
+
+    compact = build_report({**EVAL, "earlier_turns": "compact"})
+    assert compact["earlier_turns"] == "compact"
+    assert "each earlier turn compacted to its question, last CODE and answer" in render_markdown(compact)
+    assert "earlier_turns" not in build_report(EVAL) and "compacted" not in render_markdown(build_report(EVAL))
