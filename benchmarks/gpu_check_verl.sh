@@ -12,8 +12,8 @@ if [ "${1:-}" = "--dry-run" ]; then DRY=1; shift; fi
 WORK="${1:-build/gpu_check_verl}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$WORK/venv-verl"
-SMOKE_GRPO='stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 4  history policy }'
-VERL_GRPO='stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 4  history policy  engine verl  rollout vllm  parallel fsdp2  gpus 1 }'
+SMOKE_GRPO='stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 4 }'
+VERL_GRPO='stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 4  engine verl  rollout vllm  parallel fsdp2  gpus 1 }'
 
 run() {
   echo "+ $*"

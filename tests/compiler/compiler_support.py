@@ -29,6 +29,4 @@ def ads_text_without_levers() -> str:
     text = (ROOT / "recipes/ads_analytics.craft").read_text()
     text = re.sub(r"(?m)^  teacher synthetic \{[^}\n]*\}$", ADS_TEACHER, text, count=1)
     text = re.sub(r"(?m)^  stripped_prompt compact\n", "", text, count=1)
-    text = re.sub(r"(?m)^  earlier_turns compact\n", "", text, count=1)
-    text = text.replace("  rollout transformers  history reference }", "  rollout transformers }", 1)
     return text.replace('"../', f'"{ROOT}/')
