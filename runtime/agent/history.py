@@ -25,7 +25,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import get_args
 
 from craftc.ir import BlockFormat, Recipe
 from runtime.distill.blocks import parse_turn
@@ -34,7 +34,6 @@ __all__ = ["EARLIER_TURNS", "compact_turn", "compact_before_last_question", "ear
 
 # The values the recipe's `earlier_turns` takes, as the IR declares them.
 EARLIER_TURNS = get_args(Recipe.model_fields["earlier_turns"].annotation)
-EarlierTurns = Literal["full", "compact"]
 
 
 def earlier_turns_of(builder: dict) -> str:
