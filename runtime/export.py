@@ -99,7 +99,7 @@ def model_card(plan: Plan, plan_dir: Path, run_dir: Path, stage: Stage, adapter_
               "````markdown\n" + prompt.rstrip("\n") + "\n````\n",
               *(["In a conversation it was trained to see each earlier turn compacted (`earlier_turns compact`): "
                  "the question, the last `<CODE>` block it wrote and its `<ANSWER>`, without the scratchpad, "
-                 "the plan, failed attempts or tool output.\n"] if builder.get("earlier_turns") == "compact" else []),
+                 "the plan, failed attempts or tool output.\n"] if recipe.earlier_turns == "compact" else []),
               "\n## Use\n",
               "```python\nfrom transformers import AutoModelForCausalLM, AutoTokenizer\n\n"
               "model = AutoModelForCausalLM.from_pretrained(\"PATH_OR_REPO\")\n"

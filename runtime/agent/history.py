@@ -28,9 +28,9 @@ from __future__ import annotations
 from typing import get_args
 
 from craftc.ir import BlockFormat, Recipe
-from runtime.distill.blocks import parse_turn
+from runtime.distill.blocks import format_code, parse_turn
 
-__all__ = ["EARLIER_TURNS", "compact_turn", "compact_before_last_question", "earlier_turns_of"]
+__all__ = ["EARLIER_TURNS", "as_earlier_turn", "compact_turn", "compact_before_last_question", "earlier_turns_of"]
 
 # The values the recipe's `earlier_turns` takes, as the IR declares them.
 EARLIER_TURNS = get_args(Recipe.model_fields["earlier_turns"].annotation)
@@ -63,10 +63,15 @@ def compact_turn(messages: list[dict], fmt: BlockFormat) -> list[dict]:
         elif parsed.answer is not None:
             answer = message["content"]
     if code is not None:
-        kept.append({"role": "assistant", "content": f"<{fmt.code}>\n{code.strip()}\n</{fmt.code}>"})
+        kept.append({"role": "assistant", "content": format_code(code, fmt)})
     if answer is not None:
         kept.append({"role": "assistant", "content": answer})
     return kept
+
+
+def as_earlier_turn(messages: list[dict], rule: str, fmt: BlockFormat) -> list[dict]:
+    """A finished turn as later turns see it under ``rule``: whole, or compacted."""
+    return compact_turn(messages, fmt) if rule == "compact" else messages
 
 
 def compact_before_last_question(messages: list[dict], fmt: BlockFormat) -> list[dict]:

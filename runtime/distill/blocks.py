@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from craftc.ir import BlockFormat
 
-__all__ = ["ParsedTurn", "parse_turn", "format_turn", "format_answer"]
+__all__ = ["ParsedTurn", "parse_turn", "format_turn", "format_code", "format_answer"]
 
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(?P<body>.*?)\n?\s*```\s*$", re.S)
 
@@ -99,8 +99,13 @@ def format_turn(think: str, plan: str, code: str, fmt: BlockFormat = BlockFormat
     return (
         f"<{fmt.think}>\n{think.strip()}\n</{fmt.think}>\n"
         f"<{fmt.plan}>\n{plan.strip()}\n</{fmt.plan}>\n"
-        f"<{fmt.code}>\n{code.strip()}\n</{fmt.code}>"
+        + format_code(code, fmt)
     )
+
+
+def format_code(code: str, fmt: BlockFormat = BlockFormat()) -> str:
+    """The canonical text of a `<CODE>` block alone (how a compacted earlier turn keeps its code)."""
+    return f"<{fmt.code}>\n{code.strip()}\n</{fmt.code}>"
 
 
 def format_answer(answer: str, fmt: BlockFormat = BlockFormat()) -> str:

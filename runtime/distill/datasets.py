@@ -26,7 +26,7 @@ from typing import Any
 from craftc.ir import BlockFormat
 from craftc.tokens import estimate_tokens
 from runtime.agent.episode import ExecRecord, answer_text, tool_output_text
-from runtime.agent.history import compact_turn
+from runtime.agent.history import as_earlier_turn
 from runtime.distill.blocks import format_answer, format_turn, parse_turn
 
 __all__ = ["MODES", "TOKEN_COUNTER", "read_turn_templates", "build_examples", "save_dataset", "corpus_text"]
@@ -125,7 +125,7 @@ def _bodies(turns: list[list[dict]], fmt: BlockFormat, earlier_turns: str) -> li
         bodies.append(context + turn)
         # What later turns see of this one is context only: it was trained in its own example.
         context = context + [{**m, "masked": True} if m["role"] == "assistant" else m
-                             for m in compact_turn(turn, fmt)]
+                             for m in as_earlier_turn(turn, earlier_turns, fmt)]
     return bodies
 
 

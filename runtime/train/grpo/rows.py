@@ -63,7 +63,7 @@ def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict[str
         ``RolloutTask`` of each row key.
     """
     from runtime.agent import AgentTask, ExecRecord, TurnWording, answer_text, tool_output_text
-    from runtime.agent.history import compact_turn
+    from runtime.agent.history import as_earlier_turn
     from runtime.distill.blocks import format_answer, format_turn
 
     from craftc.ir import BlockFormat
@@ -92,9 +92,7 @@ def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict[str
             done = [prompt[-1], {"role": "assistant", "content": reference_turn},
                     {"role": "tool", "content": wording.render_tool(tool_output_text(record))},
                     {"role": "assistant", "content": format_answer(answer_text(record), fmt)}]
-            if job.earlier_turns == "compact":
-                done = compact_turn(done, fmt)
-            messages = prompt[:-1] + done
+            messages = prompt[:-1] + as_earlier_turn(done, job.earlier_turns, fmt)
     for key, play in plays.items():
         rows.append({"prompt": play.prompt, "workflow": play.workflow, "row_key": key})
     return rows, plays

@@ -25,7 +25,7 @@ def rl_rows(tasks, system_prompt: str, wording, fmt, sandbox, spec: dict, earlie
     question, CODE and answer (``runtime.agent.history``), as the SFT data and eval do.
     """
     from runtime.agent import ExecRecord, answer_text, tool_output_text
-    from runtime.agent.history import compact_turn
+    from runtime.agent.history import as_earlier_turn
     from runtime.distill.blocks import format_answer, format_turn
 
     rows = []
@@ -50,7 +50,7 @@ def rl_rows(tasks, system_prompt: str, wording, fmt, sandbox, spec: dict, earlie
                                                                  turn.reference_code, fmt)},
                     {"role": "tool", "content": wording.render_tool(tool_output_text(record))},
                     {"role": "assistant", "content": format_answer(answer_text(record), fmt)}]
-            messages += compact_turn(done, fmt) if earlier_turns == "compact" else done
+            messages += as_earlier_turn(done, earlier_turns, fmt)
     return rows
 
 

@@ -60,6 +60,7 @@ def _write_rows(ctx, stage, spec: dict) -> int:
     from runtime.sandbox import SandboxLimits, SandboxPool
     from runtime.train.train_split import write_train_instances
     from runtime.agent.history import earlier_turns_of
+    from runtime.step_context import StepError
     from runtime.train.verl.data import rl_rows, write_parquet
 
     builder = json.loads(ctx.artifact("specs/input_builder.json").read_text(encoding="utf-8"))
@@ -67,12 +68,16 @@ def _write_rows(ctx, stage, spec: dict) -> int:
         encoding="utf-8")
     wording = TurnWording.from_file(ctx.artifact(builder["turn_template"]))
     ctx.artifact("specs/reward.json")          # read by the reward module on the cluster (scoring.plan_context)
+    try:
+        earlier_turns = earlier_turns_of(builder)
+    except ValueError as exc:
+        raise StepError(str(exc)) from None
     tasks = load_tasks(write_train_instances(ctx))
     gate = ctx.plan.recipe.gates.execution
     limits = SandboxLimits(secret_env=tuple(gate.secret_env))
     with SandboxPool(gate.workers, ctx.input(WAREHOUSE), limits, API_FACTORY) as sandbox:
         rows = rl_rows(tasks, system_prompt, wording, BlockFormat(**builder["format"]), sandbox, spec,
-                       earlier_turns_of(builder))
+                       earlier_turns)
     write_parquet(rows, ctx.out_dir / "train.parquet")
     return len(rows)
 
