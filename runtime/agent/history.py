@@ -30,15 +30,16 @@ from typing import get_args
 from craftc.ir import BlockFormat, Recipe
 from runtime.distill.blocks import format_code, parse_turn
 
-__all__ = ["EARLIER_TURNS", "as_earlier_turn", "compact_turn", "compact_before_last_question", "earlier_turns_of"]
+__all__ = ["EARLIER_TURNS", "DEFAULT_EARLIER_TURNS", "as_earlier_turn", "compact_turn", "compact_before_last_question", "earlier_turns_of"]
 
-# The values the recipe's `earlier_turns` takes, as the IR declares them.
+# The values the recipe's `earlier_turns` takes, and its default, as the IR declares them.
 EARLIER_TURNS = get_args(Recipe.model_fields["earlier_turns"].annotation)
+DEFAULT_EARLIER_TURNS = Recipe.model_fields["earlier_turns"].default
 
 
 def earlier_turns_of(builder: dict) -> str:
-    """The rule `specs/input_builder.json` names (absent: `full`, the IR's default)."""
-    value = builder.get("earlier_turns", "full")
+    """The rule `specs/input_builder.json` names (absent: the IR's default, which the compiler leaves out)."""
+    value = builder.get("earlier_turns", DEFAULT_EARLIER_TURNS)
     if value not in EARLIER_TURNS:
         raise ValueError(f"specs/input_builder.json: unknown earlier_turns `{value}`; recompile the recipe "
                          "with `craftc compile`")

@@ -23,7 +23,7 @@ from craftc.ir import BlockFormat
 from runtime.distill.blocks import parse_turn
 from runtime.agent.episode import Episode, ExecRecord, ModelCall, UserTurn, count_discovery, tool_output_text
 from runtime.agent.generate import Generation, HFGenerator
-from runtime.agent.history import EARLIER_TURNS, compact_before_last_question
+from runtime.agent.history import DEFAULT_EARLIER_TURNS, EARLIER_TURNS, compact_before_last_question
 from runtime.agent.task import AgentTask
 
 __all__ = ["TurnWording", "run_episode", "run_episodes"]
@@ -106,7 +106,7 @@ def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, 
                  max_turns: int = 3, wording: TurnWording | None = None, arm: str = "",
                  on_generation=None, prefixes: list[list[dict]] | None = None,
                  transcripts: list | None = None, overlap: bool = False, on_episode=None,
-                 earlier_turns: str = "full") -> list[Episode]:
+                 earlier_turns: str = DEFAULT_EARLIER_TURNS) -> list[Episode]:
     """Run every task's conversation to the end, one batched model call per step.
 
     Args:

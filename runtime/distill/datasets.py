@@ -26,7 +26,7 @@ from typing import Any
 from craftc.ir import BlockFormat
 from craftc.tokens import estimate_tokens
 from runtime.agent.episode import ExecRecord, answer_text, tool_output_text
-from runtime.agent.history import as_earlier_turn
+from runtime.agent.history import DEFAULT_EARLIER_TURNS, as_earlier_turn
 from runtime.distill.blocks import format_answer, format_turn, parse_turn
 
 __all__ = ["MODES", "TOKEN_COUNTER", "read_turn_templates", "build_examples", "save_dataset", "corpus_text"]
@@ -61,7 +61,7 @@ def _canonical(text: str, fmt: BlockFormat) -> str:
 
 def build_examples(instances: list[dict[str, Any]], accepted: dict[tuple[str, int], list[dict[str, Any]]],
                    systems: dict[str, str], templates: dict[str, str], fmt: BlockFormat,
-                   earlier_turns: str = "full") -> dict[str, list[dict]]:
+                   earlier_turns: str = DEFAULT_EARLIER_TURNS) -> dict[str, list[dict]]:
     """Examples per mode from accepted candidates keyed by (instance_id, turn index).
 
     With ``earlier_turns compact`` a conversation gives one example per turn: the earlier
@@ -118,7 +118,7 @@ def build_examples(instances: list[dict[str, Any]], accepted: dict[tuple[str, in
 
 def _bodies(turns: list[list[dict]], fmt: BlockFormat, earlier_turns: str) -> list[list[dict]]:
     """The examples' messages after the system prompt: the whole conversation, or one per turn."""
-    if earlier_turns == "full":
+    if earlier_turns != "compact":
         return [[message for turn in turns for message in turn]]
     bodies, context = [], []
     for turn in turns:
