@@ -101,6 +101,7 @@ def _requests(recipe, instances: list[dict], system: str, seed: int):
                 system, tuple(messages), recipe.teacher.candidates,
                 _seed_for(seed, instance["instance_id"], index),
                 {"workflow": instance["workflow"], "ask": turn["ask"], "params": asked,
+                 "task": workflows[instance["workflow"]].doc if index == 0 else "",
                  "plan": turn["plan"], "code": turn["code"],
                  "alternatives": {k: list(v) for k, v in alternatives[instance["workflow"]].items()}}))
             keys.append((instance, index))

@@ -3,7 +3,9 @@
 It needs no model and no network, so a recipe runs end to end on a laptop, and
 because every corrupted candidate carries its ``noise_kind`` the funnel can show
 which gate caught which failure. A clean candidate is the instance's reference PLAN
-and CODE with a short scratchpad written from the question and its params.
+and CODE with a short scratchpad written from the question and its params
+(with ``scratchpad task``, a conversation's first turn names its workflow's ``doc``
+instead of restating the question).
 
 With ``discovery`` above 0 it also writes schema discovery where a real teacher would
 look the schema up (``runtime.distill.discovery``): a seeded share of first-turn
@@ -39,6 +41,7 @@ _OPENINGS = (
     "Question: {ask}",
     "I need to answer: {ask}",
 )
+_SCRATCHPADS = ("question", "task")
 _CLOSINGS = (
     "I will query the logical views through `api` and assign the answer to `result`.",
     "Plan first in business terms, then one query through `api`; the answer goes to `result`.",
@@ -53,7 +56,7 @@ class SyntheticTeacher:
     name = "synthetic teacher"
 
     def __init__(self, schema: Schema, fmt: BlockFormat, noise: float = 0.5,
-                 kinds: tuple[str, ...] = NOISE_KINDS, discovery: float = 0.0):
+                 kinds: tuple[str, ...] = NOISE_KINDS, discovery: float = 0.0, scratchpad: str = "question"):
         for setting, value, example in (("noise", noise, "noise 0.5"), ("discovery", discovery, "discovery 20%")):
             if not 0.0 <= value <= 1.0:
                 raise TeacherError(f"synthetic teacher: `{setting}` must be between 0 and 1, got {value}; "
@@ -62,14 +65,21 @@ class SyntheticTeacher:
         if unknown:
             raise TeacherError(f"synthetic teacher: unknown noise kind `{unknown[0]}`; "
                                f"known: {', '.join(NOISE_KINDS)}")
+        if scratchpad not in _SCRATCHPADS:
+            raise TeacherError(f"synthetic teacher: unknown scratchpad `{scratchpad}`; known: {', '.join(_SCRATCHPADS)}")
         self.fmt, self.noise, self.kinds, self.discovery = fmt, noise, tuple(kinds), discovery
+        self.scratchpad = scratchpad
         self.vocab = SchemaVocabulary.from_schema(schema)
         self.fields = entity_fields(schema)
 
     def _think(self, context: dict[str, Any], rng: random.Random, note: str | None = None) -> str:
         ask = context.get("ask", "")
         params = context.get("params", {})
-        lines = [rng.choice(_OPENINGS).format(ask=ask)]
+        opening = rng.choice(_OPENINGS).format(ask=ask)   # drawn either way: the rest of the text keeps its draws
+        task = context.get("task", "")
+        # `scratchpad task`: a first turn names its workflow's task instead of copying the
+        # question, so a phrasing never trained on still leads to words the model knows.
+        lines = [f"Task: {task.rstrip('.')}." if self.scratchpad == "task" and task else opening]
         if params:
             lines.append("Parameters: " + ", ".join(f"{k} = {v}" for k, v in params.items()) + ".")
         entities = [split_camel(name) for name in self.vocab.entities_named(context.get("plan", ""))]
