@@ -325,11 +325,12 @@ class Teacher(Node):
         "begins with `api.describe` of the entity the failed code misused (docs/distill.md)",
         json_schema_extra=_surface(type="fraction"))
     # `question` writes what the synthetic teacher wrote before the setting existed.
-    scratchpad: Literal["question", "task"] = Field(
+    scratchpad: Literal["question", "task", "both"] = Field(
         "question", exclude_if=_omitted_at("question"),
         description="synthetic: how a THINK block opens on a conversation's first turn: the question "
-        "restated word for word (`question`), or the workflow's `doc` as the task (`task`), so that every "
-        "phrasing of a workflow leads to the same words; later turns restate their question either way")
+        "restated word for word (`question`), the workflow's `doc` as the task (`task`), so that every "
+        "phrasing of a workflow leads to the same words, or the task and then the question (`both`); later "
+        "turns restate their question in every case")
     feedback: int = Field(0, ge=0, le=8, description="repairs the teacher may make after seeing its code's "
                           "output or error (0: one shot per turn; synthetic: regenerate from the reference)")
     failed_attempts: Literal["drop", "masked"] = Field(

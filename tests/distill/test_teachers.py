@@ -59,7 +59,7 @@ def test_synthetic_teacher_is_deterministic_and_labels_noise():
     assert all(c.metadata["clean"] == (c.metadata["noise_kind"] is None) for c in first)
 
 
-def test_scratchpad_task_opens_a_first_turn_with_the_workflows_doc_and_keeps_everything_else():
+def test_scratchpad_task_and_both_open_a_first_turn_with_the_workflows_doc_and_keep_everything_else():
     from craftc.ir import Schema
     from runtime.distill.blocks import parse_turn
 
@@ -67,18 +67,19 @@ def test_scratchpad_task_opens_a_first_turn_with_the_workflows_doc_and_keeps_eve
     first = TeacherRequest(REQUEST.system, REQUEST.messages, 4, 11,
                            {**REQUEST.context, "task": "Best campaigns by click-through rate"})
     follow_up = TeacherRequest(REQUEST.system, REQUEST.messages, 4, 11, {**REQUEST.context, "task": ""})
-    question = make_teacher(Teacher(kind="synthetic", noise=0.0), schema, BlockFormat())
-    task = make_teacher(Teacher(kind="synthetic", noise=0.0, scratchpad="task"), schema, BlockFormat())
+    question, task, both = (make_teacher(Teacher(kind="synthetic", noise=0.0, scratchpad=pad), schema, BlockFormat())
+                            for pad in ("question", "task", "both"))
 
     def thinks(teacher, request):
         return [parse_turn(c.text, BlockFormat()).think.splitlines() for c in teacher.generate([request])]
 
-    for restated, named in zip(thinks(question, first), thinks(task, first)):
+    for restated, named, named_then_restated in zip(thinks(question, first), thinks(task, first), thinks(both, first)):
         assert "Top 3 campaigns by CTR?" in restated[0]                 # the question, word for word
         assert named[0] == "Task: Best campaigns by click-through rate."
         assert named[1:] == restated[1:] and "Parameters: n = 3." in named     # the same draws after it
-    # A later turn has no task of its own: it restates its question under either setting.
-    assert thinks(task, follow_up) == thinks(question, follow_up)
+        assert named_then_restated == [named[0], *restated]
+    # A later turn has no task of its own: it restates its question under every setting.
+    assert thinks(task, follow_up) == thinks(question, follow_up) == thinks(both, follow_up)
 
 
 def test_openai_teacher_distills_against_a_real_server(served_model, compiled):

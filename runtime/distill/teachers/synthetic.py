@@ -5,7 +5,7 @@ because every corrupted candidate carries its ``noise_kind`` the funnel can show
 which gate caught which failure. A clean candidate is the instance's reference PLAN
 and CODE with a short scratchpad written from the question and its params
 (with ``scratchpad task``, a conversation's first turn names its workflow's ``doc``
-instead of restating the question).
+instead of restating the question; with ``both``, before it).
 
 With ``discovery`` above 0 it also writes schema discovery where a real teacher would
 look the schema up (``runtime.distill.discovery``): a seeded share of first-turn
@@ -41,7 +41,7 @@ _OPENINGS = (
     "Question: {ask}",
     "I need to answer: {ask}",
 )
-_SCRATCHPADS = ("question", "task")
+_SCRATCHPADS = ("question", "task", "both")
 _CLOSINGS = (
     "I will query the logical views through `api` and assign the answer to `result`.",
     "Plan first in business terms, then one query through `api`; the answer goes to `result`.",
@@ -79,7 +79,9 @@ class SyntheticTeacher:
         task = context.get("task", "")
         # `scratchpad task`: a first turn names its workflow's task instead of copying the
         # question, so a phrasing never trained on still leads to words the model knows.
-        lines = [f"Task: {task.rstrip('.')}." if self.scratchpad == "task" and task else opening]
+        lines = [opening]
+        if task and self.scratchpad != "question":
+            lines = [f"Task: {task.rstrip('.')}.", *(lines if self.scratchpad == "both" else [])]
         if params:
             lines.append("Parameters: " + ", ".join(f"{k} = {v}" for k, v in params.items()) + ".")
         entities = [split_camel(name) for name in self.vocab.entities_named(context.get("plan", ""))]
