@@ -203,6 +203,8 @@ class Workflow(Node):
 # Every list of names the language knows is declared here once; checks, emit, docs and
 # the runtime read these aliases (``get_args`` gives the tuple).
 TeacherKind = Literal["synthetic", "openai", "hf", "vllm"]
+# How the synthetic teacher's THINK opens on a first turn (Teacher.scratchpad).
+Scratchpad = Literal["question", "task", "both"]
 BuiltinJudgeKind = Literal["plan_code", "prompt_params", "no_ddl_leak"]
 JudgeKind = Literal["plan_code", "prompt_params", "no_ddl_leak", "llm"]
 # What an llm judge's prompt (prompts/judges/<name>.md) asks about.
@@ -325,7 +327,7 @@ class Teacher(Node):
         "begins with `api.describe` of the entity the failed code misused (docs/distill.md)",
         json_schema_extra=_surface(type="fraction"))
     # `question` writes what the synthetic teacher wrote before the setting existed.
-    scratchpad: Literal["question", "task", "both"] = Field(
+    scratchpad: Scratchpad = Field(
         "question", exclude_if=_omitted_at("question"),
         description="synthetic: how a THINK block opens on a conversation's first turn: the question "
         "restated word for word (`question`), the workflow's `doc` as the task (`task`), so that every "

@@ -25,9 +25,9 @@ Example:
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, get_args
 
-from craftc.ir import BlockFormat, Schema
+from craftc.ir import BlockFormat, Schema, Scratchpad, Teacher as TeacherSpec
 from runtime.distill.blocks import format_turn, parse_turn
 from runtime.distill.discovery import Discovery, describe_call, entity_fields, first_view, repair_call, with_discovery
 from runtime.distill.noise import NOISE_KINDS, NoiseContext, Turn3, corrupt
@@ -41,7 +41,6 @@ _OPENINGS = (
     "Question: {ask}",
     "I need to answer: {ask}",
 )
-_SCRATCHPADS = ("question", "task", "both")
 _CLOSINGS = (
     "I will query the logical views through `api` and assign the answer to `result`.",
     "Plan first in business terms, then one query through `api`; the answer goes to `result`.",
@@ -56,7 +55,8 @@ class SyntheticTeacher:
     name = "synthetic teacher"
 
     def __init__(self, schema: Schema, fmt: BlockFormat, noise: float = 0.5,
-                 kinds: tuple[str, ...] = NOISE_KINDS, discovery: float = 0.0, scratchpad: str = "question"):
+                 kinds: tuple[str, ...] = NOISE_KINDS, discovery: float = 0.0,
+                 scratchpad: Scratchpad = TeacherSpec.model_fields["scratchpad"].default):
         for setting, value, example in (("noise", noise, "noise 0.5"), ("discovery", discovery, "discovery 20%")):
             if not 0.0 <= value <= 1.0:
                 raise TeacherError(f"synthetic teacher: `{setting}` must be between 0 and 1, got {value}; "
@@ -65,8 +65,9 @@ class SyntheticTeacher:
         if unknown:
             raise TeacherError(f"synthetic teacher: unknown noise kind `{unknown[0]}`; "
                                f"known: {', '.join(NOISE_KINDS)}")
-        if scratchpad not in _SCRATCHPADS:
-            raise TeacherError(f"synthetic teacher: unknown scratchpad `{scratchpad}`; known: {', '.join(_SCRATCHPADS)}")
+        if scratchpad not in get_args(Scratchpad):
+            raise TeacherError(f"synthetic teacher: unknown scratchpad `{scratchpad}`; "
+                               f"known: {', '.join(get_args(Scratchpad))}")
         self.fmt, self.noise, self.kinds, self.discovery = fmt, noise, tuple(kinds), discovery
         self.scratchpad = scratchpad
         self.vocab = SchemaVocabulary.from_schema(schema)
@@ -77,8 +78,8 @@ class SyntheticTeacher:
         params = context.get("params", {})
         opening = rng.choice(_OPENINGS).format(ask=ask)   # drawn either way: the rest of the text keeps its draws
         task = context.get("task", "")
-        # `scratchpad task`: a first turn names its workflow's task instead of copying the
-        # question, so a phrasing never trained on still leads to words the model knows.
+        # `scratchpad task` / `both`: a first turn names its workflow's task (instead of, or
+        # before, the question), so a phrasing never trained on still leads to known words.
         lines = [opening]
         if task and self.scratchpad != "question":
             lines = [f"Task: {task.rstrip('.')}.", *(lines if self.scratchpad == "both" else [])]
