@@ -385,6 +385,11 @@ CODES: dict[str, CodeInfo] = {
                "R_judge asks that judge's model about GRPO rollouts; a deterministic judge is already part of R_judge.",
                "reward { judge 0.2  judge_llm plan_code }",
                'judge business { kind llm  backend { kind openai  model "m" } }\nreward { judge 0.2  judge_llm business }'),
+    "E412": _c("setting of another teacher kind",
+               "A teacher (or an llm judge's backend) sets something its kind never reads: `noise`, `discovery` or `scratchpad` on a teacher that is not synthetic, or `model`, `temperature`, `max_new_tokens` (openai, hf, vllm), `base_url`, `api_key`, `concurrency`, `timeout` or `max_retries` (openai) on a teacher of another kind.",
+               "Each teacher kind reads its own settings; one it never reads would silently do nothing, and a reviewer of the plan would believe it did.",
+               'teacher vllm { model "org/teacher"  scratchpad task }',
+               'teacher vllm { model "org/teacher" }   # or `teacher synthetic { scratchpad task }`'),
     # ------------------------------------------------------------ stages, models, budget
     "E501": _c("stage reads an unknown stage",
                "`from NAME` names a stage the recipe does not declare.",

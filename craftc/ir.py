@@ -25,7 +25,7 @@ __all__ = [
     "STAGE_MODELS", "EvalSpec", "Recipe", "Plan",
     "TeacherKind", "BuiltinJudgeKind", "JudgeKind", "JudgementKind", "JUDGEMENTS", "ToolKind", "GateName", "RewardComponent",
     "StageKind", "Arm", "InputMode", "MaskRole", "ExecutionReject", "OutputReject", "ModelSource",
-    "TrlValue", "Tracker", "TRACKERS", "Engine", "AdvantageEstimator", "ToolFormat", "ENGINES", "VERL_ONLY", "TEACHER_KINDS", "BUILTIN_JUDGES", "JUDGE_KINDS", "TOOL_KINDS", "GATE_ORDER",
+    "TrlValue", "Tracker", "TRACKERS", "Engine", "AdvantageEstimator", "ToolFormat", "ENGINES", "VERL_ONLY", "TEACHER_ONLY", "TEACHER_KINDS", "BUILTIN_JUDGES", "JUDGE_KINDS", "TOOL_KINDS", "GATE_ORDER",
     "REWARD_COMPONENTS", "STAGE_KINDS", "ARMS", "INPUT_MODES", "ARM_INPUT",
 ]
 
@@ -247,19 +247,20 @@ ARM_INPUT: dict[str, str] = {"craft": "stripped", "sft_only": "stripped", "stuff
 
 
 def _surface(key: str | None = None, type: str | None = None, shown: str | None = None,
-             engine: str | None = None) -> dict:
+             engine: str | None = None, teachers: tuple[str, ...] | None = None) -> dict:
     """How a field is written in a recipe, when that differs from the field itself.
 
     ``key`` is the recipe key (``timeout`` for ``timeout_s``), ``type`` the surface type
     when the Python type does not say it (``duration``, ``fraction``, ``env``,
     ``string_or_env``, ``model_ref``, ``rollout``, ``reject``, ``block``, ``name``) and
     ``shown`` the default as the docs state it when the field has none of its own.
-    ``engine`` marks a grpo setting only that training engine reads (E516 elsewhere).
+    ``engine`` marks a grpo setting only that training engine reads (E516 elsewhere), and
+    ``teachers`` a teacher setting only those teacher kinds read (E412 elsewhere).
     Fields with a ``description`` are recipe settings; ``craftc.setting_keys``
     builds the settings table from them.
     """
-    return {k: v for k, v in (("key", key), ("type", type), ("shown", shown), ("engine", engine))
-            if v is not None}
+    return {k: v for k, v in (("key", key), ("type", type), ("shown", shown), ("engine", engine),
+                              ("teachers", teachers)) if v is not None}
 
 
 def _omitted_at(default: object):
@@ -293,6 +294,13 @@ class BlockFormat(Node):
     answer: str = Field("ANSWER", description="tag of the final-answer block")
 
 
+# The teacher kinds that read a setting (Teacher fields whose `_surface(teachers=...)` says
+# so); every kind reads the others (candidates, instances, feedback, failed_attempts).
+_SYNTHETIC = ("synthetic",)
+_MODEL_BACKENDS = ("openai", "hf", "vllm")
+_OPENAI = ("openai",)
+
+
 class Teacher(Node):
     kind: TeacherKind = Field("synthetic", description="backend kind")
     candidates: int = Field(8, ge=1, description="candidate trajectories per workflow instance")
@@ -303,21 +311,26 @@ class Teacher(Node):
         description="training instances per workflow the teacher writes candidates for; the held-out "
         "instances stay the same whatever the number (default: what is left of the instances `eval` "
         "draws once its held-out share is taken)", json_schema_extra=_surface(shown="from `eval`"))
-    model: str | None = Field(None, description="model id the backend serves (openai, hf, vllm)")
+    model: str | None = Field(None, description="model id the backend serves (openai, hf, vllm)",
+                              json_schema_extra=_surface(teachers=_MODEL_BACKENDS))
     # A literal URL, or resolved from base_url_env at run time.
     base_url: str | None = Field(None, description='endpoint URL (openai), or env("VAR") holding it',
-                                 json_schema_extra=_surface(type="string_or_env"))
+                                 json_schema_extra=_surface(type="string_or_env", teachers=_OPENAI))
     base_url_env: str | None = None
-    api_key_env: str | None = Field(None, description="environment variable holding the API key",
-                                    json_schema_extra=_surface(key="api_key", type="env"))
-    concurrency: int = Field(4, ge=1, le=256, description="requests in flight")
-    timeout_s: float = Field(60.0, gt=0, description="per-request timeout",
-                             json_schema_extra=_surface(key="timeout", type="duration"))
-    max_retries: int = Field(3, ge=0, le=20, description="retries per request")
-    temperature: float = Field(0.7, ge=0, le=5, description="sampling temperature")
-    max_new_tokens: int = Field(1024, ge=1, description="tokens generated per candidate")
+    api_key_env: str | None = Field(None, description="openai: environment variable holding the API key",
+                                    json_schema_extra=_surface(key="api_key", type="env", teachers=_OPENAI))
+    concurrency: int = Field(4, ge=1, le=256, description="openai: requests in flight",
+                             json_schema_extra=_surface(teachers=_OPENAI))
+    timeout_s: float = Field(60.0, gt=0, description="openai: per-request timeout",
+                             json_schema_extra=_surface(key="timeout", type="duration", teachers=_OPENAI))
+    max_retries: int = Field(3, ge=0, le=20, description="openai: retries per request",
+                             json_schema_extra=_surface(teachers=_OPENAI))
+    temperature: float = Field(0.7, ge=0, le=5, description="sampling temperature (openai, hf, vllm)",
+                               json_schema_extra=_surface(teachers=_MODEL_BACKENDS))
+    max_new_tokens: int = Field(1024, ge=1, description="tokens generated per candidate (openai, hf, vllm)",
+                                json_schema_extra=_surface(teachers=_MODEL_BACKENDS))
     noise: float = Field(0.5, ge=0, le=1, description="synthetic: share of candidates corrupted",
-                         json_schema_extra=_surface(type="fraction"))
+                         json_schema_extra=_surface(type="fraction", teachers=_SYNTHETIC))
     # 0 writes what the synthetic teacher wrote before the setting existed, so plans,
     # candidates and datasets of recipes that do not set it stay byte-identical.
     discovery: float = Field(
@@ -325,19 +338,25 @@ class Teacher(Node):
         description="synthetic: share of first-turn candidates whose CODE begins with `api.describe` of "
         "the entity its query reads first; above 0, a repair after an unknown field or entity error also "
         "begins with `api.describe` of the entity the failed code misused (docs/distill.md)",
-        json_schema_extra=_surface(type="fraction"))
+        json_schema_extra=_surface(type="fraction", teachers=_SYNTHETIC))
     # `question` writes what the synthetic teacher wrote before the setting existed.
     scratchpad: Scratchpad = Field(
         "question", exclude_if=_omitted_at("question"),
         description="synthetic: how a THINK block opens on a conversation's first turn: the question "
         "restated word for word (`question`), the workflow's `doc` as the task (`task`), so that every "
         "phrasing of a workflow leads to the same words, or the task and then the question (`both`); later "
-        "turns restate their question in every case")
+        "turns restate their question in every case", json_schema_extra=_surface(teachers=_SYNTHETIC))
     feedback: int = Field(0, ge=0, le=8, description="repairs the teacher may make after seeing its code's "
                           "output or error (0: one shot per turn; synthetic: regenerate from the reference)")
     failed_attempts: Literal["drop", "masked"] = Field(
         "drop", description="with `feedback`: a repaired trajectory drops its failed attempts, or keeps "
         "them (and their tool output) as earlier turns masked from the loss")
+
+
+# Teacher fields only some teacher kinds read, and those kinds (their json_schema_extra says so).
+TEACHER_ONLY: dict[str, tuple[str, ...]] = {
+    name: info.json_schema_extra["teachers"] for name, info in Teacher.model_fields.items()
+    if "teachers" in (info.json_schema_extra or {})}
 
 
 class Judge(Node):

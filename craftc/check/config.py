@@ -5,8 +5,8 @@ from __future__ import annotations
 from craftc.check.names import report_duplicates, unknown_name
 from craftc.diagnostics import DiagnosticSink, did_you_mean
 from craftc.setting_keys import BLOCK_KEYS
-from craftc.ir import BUILTIN_JUDGES, GATE_ORDER, REWARD_COMPONENTS, Recipe
-from craftc.lower import setting_span
+from craftc.ir import BUILTIN_JUDGES, GATE_ORDER, REWARD_COMPONENTS, TEACHER_ONLY, Recipe
+from craftc.lower import find_setting, setting_span
 from craftc.syntax import Block, RecipeDecl
 
 __all__ = ["check_config"]
@@ -28,6 +28,7 @@ def check_config(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None
                                "judge", sink)
     _check_gates(decl, recipe, judges, sink)
     _check_synthetic_sources(decl, recipe, sink)
+    _check_teacher_keys(decl, recipe, sink)
     _check_reward(decl, recipe, sink)
     _check_eval(decl, recipe, sink)
 
@@ -47,6 +48,29 @@ def _check_synthetic_sources(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticS
                            + ("`teacher synthetic` is set here" if teacher is not None else
                               "the default teacher is synthetic"))
                 return
+
+
+def _check_teacher_keys(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None:
+    """E412: a teacher (or judge backend) setting that its kind never reads would do nothing."""
+    teachers = _blocks(decl, "teacher")
+    if teachers:
+        _other_kind_keys(teachers[-1], recipe.teacher.kind, "teacher", "teacher", sink)
+    for judge in recipe.judges:
+        block = next((b for b in _blocks(decl, "judge") if b.name == judge.name), None)
+        backend = find_setting(block.settings, "backend") if block else None
+        if judge.backend is not None and backend is not None and backend.block is not None:
+            _other_kind_keys(backend.block, judge.backend.kind, f"judge `{judge.name}` backend", "backend", sink)
+
+
+def _other_kind_keys(block: Block, kind: str, label: str, keys_of: str, sink: DiagnosticSink) -> None:
+    for setting in block.settings:
+        key = BLOCK_KEYS[keys_of].get(setting.key)
+        readers = TEACHER_ONLY.get((key.field or setting.key) if key else "", ())
+        if readers and kind not in readers:
+            names = " and ".join(f"`{r}`" for r in readers) if len(readers) < 3 else ", ".join(readers)
+            sink.error("E412", f"{label}: `{setting.key}` is read only by the {names} teacher"
+                       f"{'s' if len(readers) > 1 else ''}, and this one is `{kind}`",
+                       setting.key_span, f"remove `{setting.key}`, or use a {readers[0]} teacher")
 
 
 def _check_gates(decl: RecipeDecl, recipe: Recipe, judges: dict, sink: DiagnosticSink) -> None:

@@ -1,0 +1,67 @@
+"""E412: a teacher setting that the teacher's kind never reads is an error, not a no-op.
+
+The synthetic teacher reads `noise`, `discovery` and `scratchpad`; model backends read
+`model`, `temperature` and `max_new_tokens`, and the openai client also `base_url`,
+`api_key`, `concurrency`, `timeout` and `max_retries`. Which kinds read a setting is
+declared once, on its IR field, and the check derives from it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from compiler_support import ADS_TEACHER, ads_text_without_levers
+
+from craftc.frontend import load_recipe
+from craftc.ir import TEACHER_KINDS, TEACHER_ONLY
+
+
+def _load(tmp_path, teacher: str, extra: str = ""):
+    text = ads_text_without_levers()
+    assert ADS_TEACHER in text
+    path = tmp_path / "r.craft"
+    path.write_text(text.replace(ADS_TEACHER, teacher + extra))
+    return load_recipe(path)
+
+
+def _errors(result) -> list:
+    return [d for d in result.diagnostics if d.severity == "error"]
+
+
+@pytest.mark.parametrize("teacher, key", [
+    ('teacher vllm { model "org/t"  scratchpad task }', "scratchpad"),
+    ('teacher openai { model "m"  base_url "http://localhost:8000/v1"  noise 30% }', "noise"),
+    ('teacher hf { model "org/t"  discovery 20% }', "discovery"),
+    ('teacher vllm { model "org/t"  concurrency 64 }', "concurrency"),
+    ("teacher synthetic { candidates 4  temperature 0.8 }", "temperature"),
+    ('teacher synthetic { candidates 4  model "org/t" }', "model"),
+])
+def test_a_setting_of_another_teacher_kind_is_an_error_at_its_line(tmp_path, teacher, key):
+    result = _load(tmp_path, teacher)
+    errors = _errors(result)
+    assert [d.code for d in errors] == ["E412"], result.render()
+    assert f"`{key}` is read only by" in errors[0].message
+    line = ads_text_without_levers().splitlines().index(ADS_TEACHER) + 1
+    assert errors[0].span.line == line
+    assert f"remove `{key}`" in errors[0].help
+
+
+def test_settings_every_kind_reads_or_its_own_kind_reads_compile(tmp_path):
+    for teacher in ("teacher synthetic { candidates 4  noise 50%  discovery 20%  scratchpad both  feedback 1 }",
+                    'teacher openai { model "m"  base_url "http://h/v1"  concurrency 8  timeout 30s  max_retries 2 '
+                    " temperature 0.2  max_new_tokens 512  candidates 4 }",
+                    'teacher vllm { model "org/t"  temperature 0.7  candidates 16 }'):
+        result = _load(tmp_path, teacher)
+        assert not [d for d in _errors(result) if d.code == "E412"], result.render()
+
+
+def test_a_judge_backend_is_checked_against_its_own_kind(tmp_path):
+    result = _load(tmp_path, ADS_TEACHER, '\n  judge biz { kind llm  backend { kind openai  model "m"  noise 10% } }')
+    errors = _errors(result)
+    assert [d.code for d in errors] == ["E412"], result.render()
+    assert errors[0].message.startswith("judge `biz` backend: `noise`")
+
+
+def test_every_restricted_setting_names_kinds_that_exist():
+    assert {"noise", "discovery", "scratchpad", "model", "temperature", "concurrency"} <= set(TEACHER_ONLY)
+    for kinds in TEACHER_ONLY.values():
+        assert kinds and set(kinds) < set(TEACHER_KINDS)
