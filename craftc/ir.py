@@ -481,6 +481,14 @@ class ModelSpec(Node):
         "merged", exclude_if=_omitted_at("merged"),
         description="tiny_moe: `split` makes the tokenizer give every digit its own token; `merged` lets "
         "BPE merge digits into longer pieces like any other text")
+    # Byte-level BPE glues a word to the space before it, so `Maple` after a space (the
+    # question) and after a quote (`'Maple Home'` in the code) are two unrelated tokens: to
+    # copy a name it never saw into its code, a small model must learn a mapping per word.
+    spaces: Literal["merged", "split"] = Field(
+        "merged", exclude_if=_omitted_at("merged"),
+        description="tiny_moe: `split` makes the tokenizer give every run of spaces its own token, so a word "
+        "is the same token after a space, a quote or a bracket (about a third more tokens per text); "
+        "`merged` lets a word carry the space before it, as GPT-2's byte-level BPE does")
 
 
 class LoraAdapter(Node):

@@ -56,7 +56,9 @@ SIZE_FIELDS = ("hidden", "layers", "heads", "kv_heads", "experts", "top_k", "int
                "seed")
 # How the tokenizer treats numbers (`ModelSpec.digits`): `split` gives every digit its own token.
 DIGITS: tuple[str, ...] = get_args(ModelSpec.model_fields["digits"].annotation)
-SPEC_FIELDS = (*SIZE_FIELDS, "digits")
+# How it treats spaces (`ModelSpec.spaces`): `split` keeps them apart from the words.
+SPACES: tuple[str, ...] = get_args(ModelSpec.model_fields["spaces"].annotation)
+SPEC_FIELDS = (*SIZE_FIELDS, "digits", "spaces")
 DEFAULT_SPEC = {name: ModelSpec.model_fields[name].default for name in SPEC_FIELDS}
 
 # Assistant output sits inside {% generation %}; everything else outside. Tool calls are
@@ -141,6 +143,8 @@ def resolve_spec(spec: dict | None) -> dict:
             errors.append(f"`{key}` must be a positive integer, got {value!r}")
     if full["digits"] not in DIGITS:
         errors.append(f"`digits` must be one of {', '.join(DIGITS)}, got {full['digits']!r}")
+    if full["spaces"] not in SPACES:
+        errors.append(f"`spaces` must be one of {', '.join(SPACES)}, got {full['spaces']!r}")
     if not errors:
         if full["top_k"] > full["experts"]:
             errors.append(f"`top_k` ({full['top_k']}) exceeds `experts` ({full['experts']})")
@@ -155,7 +159,7 @@ def resolve_spec(spec: dict | None) -> dict:
     return full
 
 
-def build_tokenizer(corpus: Iterable[str], vocab: int, digits: str = "merged"):
+def build_tokenizer(corpus: Iterable[str], vocab: int, digits: str = "merged", spaces: str = "merged"):
     """Train a byte-level BPE tokenizer on `corpus` and wrap it for transformers.
 
     Args:
@@ -163,12 +167,14 @@ def build_tokenizer(corpus: Iterable[str], vocab: int, digits: str = "merged"):
         vocab: Target vocabulary size (a small corpus may give fewer merges).
         digits: `split` pre-tokenizes every digit apart, so no merge can join digits and
             `1234` is always four tokens; `merged` leaves numbers to BPE like other text.
+        spaces: `split` pre-tokenizes every run of spaces apart, so `Maple` is one token
+            in `of Maple` and in `'Maple'`; `merged` lets a word carry its leading space.
 
     Returns:
         A `PreTrainedTokenizerFast` with the ChatML specials, chat template and
         response template set.
     """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
     # A list, not a generator: a fixed order is part of what makes the build reproducible.
@@ -176,11 +182,15 @@ def build_tokenizer(corpus: Iterable[str], vocab: int, digits: str = "merged"):
     if not texts:
         raise TinyMoeSpecError("the tokenizer corpus is empty: pass the recipe's prompts, plans and code")
     bpe = Tokenizer(models.BPE())
+    # Splits run before ByteLevel, which then sees only their pieces. Digits: ByteLevel maps
+    # them to themselves, so isolating them first keeps every digit a one-byte piece that
+    # BPE can never merge with its neighbours. Spaces: a run of spaces alone in its piece
+    # can still merge into one token (indentation), but never with the word after it.
+    splits = [pre_tokenizers.Digits(individual_digits=True)] if digits == "split" else []
+    if spaces == "split":
+        splits.append(pre_tokenizers.Split(Regex(" +"), behavior="isolated"))
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    # Digits first: ByteLevel maps digits to themselves, so isolating them before it keeps
-    # every digit a one-byte piece that BPE can never merge with its neighbours.
-    bpe.pre_tokenizer = byte_level if digits == "merged" else pre_tokenizers.Sequence(
-        [pre_tokenizers.Digits(individual_digits=True), byte_level])
+    bpe.pre_tokenizer = pre_tokenizers.Sequence([*splits, byte_level]) if splits else byte_level
     bpe.decoder = decoders.ByteLevel()
     # trim_offsets=False keeps offsets exact, which the mask report relies on.
     bpe.post_processor = processors.ByteLevel(trim_offsets=False)
@@ -249,7 +259,7 @@ def build_tiny_moe(out_dir: str | os.PathLike, corpus: Iterable[str], spec: dict
 
     spec = resolve_spec(spec)
     out = Path(out_dir)
-    tok = build_tokenizer(corpus, spec["vocab"], spec["digits"])
+    tok = build_tokenizer(corpus, spec["vocab"], spec["digits"], spec["spaces"])
     tok.model_max_length = spec["context"]
     config = _model_config(spec, tok)
     # Seed only the init: fork_rng leaves the caller's global RNG state untouched.

@@ -172,7 +172,7 @@ def test_settings_left_at_their_default_are_not_written_into_plan_json(recipe, s
     recipe_of = json.loads(render_plan_files(recipe, solutions)["plan.json"])["recipe"]
     assert "stripped_prompt" not in recipe_of and "instances" not in recipe_of["teacher"]
     assert "discovery" not in recipe_of["teacher"]
-    assert "digits" not in recipe_of["models"][0]
+    assert "digits" not in recipe_of["models"][0] and "spaces" not in recipe_of["models"][0]
     set_ = recipe.model_copy(update={"stripped_prompt": "compact"})
     assert json.loads(render_plan_files(set_, solutions)["plan.json"])["recipe"]["stripped_prompt"] == "compact"
 

@@ -96,9 +96,11 @@ def test_bad_spec_names_every_problem():
     msg = str(err.value)
     assert "unknown key `hiden`" in msg and "`layers` must be a positive integer" in msg
     assert set(DEFAULT_SPEC) == {"hidden", "layers", "heads", "kv_heads", "experts", "top_k",
-                                 "intermediate", "vocab", "context", "seed", "digits"}
+                                 "intermediate", "vocab", "context", "seed", "digits", "spaces"}
     with pytest.raises(TinyMoeSpecError, match="`digits` must be one of merged, split, got 'apart'"):
         resolve_spec({"digits": "apart"})
+    with pytest.raises(TinyMoeSpecError, match="`spaces` must be one of merged, split, got 'none'"):
+        resolve_spec({"spaces": "none"})
 
 
 def test_empty_corpus_is_refused(tmp_path):
@@ -136,3 +138,33 @@ def test_the_digits_setting_reaches_the_built_model_dir(tmp_path, conversations)
     built = build_tiny_moe(tmp_path / "m", corpus_of(conversations) + NUMBERS, {**TINY_SPEC, "digits": "split"})
     tokenizer = AutoTokenizer.from_pretrained(built)
     assert _pieces(tokenizer, "campaign 1234")[-4:] == ["1", "2", "3", "4"]
+
+
+# A name the question writes after a space and the code after a quote.
+NAMES = ["Which campaigns of Maple Home had the best CTR?\nWHERE a.name = 'Maple Home'\n    AND x = 1"] * 40
+
+
+def test_split_spaces_make_a_word_one_token_after_a_space_and_after_a_quote():
+    split = build_tokenizer(NAMES, 400, spaces="split")
+    assert "Maple" in _pieces(split, "campaigns of Maple Home")
+    assert "Maple" in _pieces(split, "a.name = 'Maple Home'")
+    # a run of spaces is still one piece that BPE may merge, and everything decodes unchanged
+    assert "ĠĠĠĠ" in _pieces(split, "\n    AND x")
+    for text in NAMES[:1] + ["  two  spaces ", "['display', 'search']"]:
+        assert split.decode(split(text)["input_ids"]) == text
+
+
+def test_merged_spaces_give_a_word_after_a_space_its_own_token_as_before():
+    merged = build_tokenizer(NAMES, 400)
+    assert "ĠMaple" in _pieces(merged, "campaigns of Maple Home")
+    assert "ĠMaple" not in _pieces(merged, "a.name = 'Maple Home'")
+    again = build_tokenizer(NAMES, 400, spaces="merged")
+    assert again.backend_tokenizer.to_str() == merged.backend_tokenizer.to_str()
+
+
+def test_the_spaces_setting_reaches_the_built_model_dir(tmp_path, conversations):
+    from transformers import AutoTokenizer
+
+    built = build_tiny_moe(tmp_path / "m", corpus_of(conversations) + NAMES, {**TINY_SPEC, "spaces": "split"})
+    tokenizer = AutoTokenizer.from_pretrained(built)
+    assert _pieces(tokenizer, "of Maple")[-2:] == ["Ġ", "Maple"]
