@@ -26,7 +26,7 @@ from runtime.train.curriculum import CurriculumError, no_warm_up_reason, read_cu
 from runtime.train.stages import sft_stage
 
 __all__ = ["run_sft_step", "adopt_sft_step", "base_model_dir", "planned_tokens", "token_matched_steps",
-           "arm_max_length"]
+           "arm_max_length", "truncation_warning"]
 
 ARMS = tuple(SFT_ARMS.items())          # (arm, dataset mode)
 
@@ -118,6 +118,27 @@ def arm_max_length(stage_max: int, context: int, longest: int, longest_stripped:
     return min(max(stage_max, 1) + overhead, context)
 
 
+def truncation_warning(arm: str, lengths: list[int], max_length: int) -> str | None:
+    """What TRL's truncation to ``max_length`` takes from one arm's examples, or None.
+
+    TRL keeps the start of a longer example, so the end of the conversation (its later
+    turns) is never trained: the count and the share of tokens say how much.
+
+    Example:
+        >>> truncation_warning("craft", [100, 300, 500], 200)
+        'craft: 2 of 3 examples are longer than max_length 200 (the longest 500 tokens); TRL keeps their start, so 400 of their tokens (44.4% of 900) are not trained; raise `max_length` to train them'
+        >>> truncation_warning("craft", [100, 200], 200) is None
+        True
+    """
+    over = [n for n in lengths if n > max_length]
+    if not over:
+        return None
+    cut = sum(n - max_length for n in over)
+    return (f"{arm}: {len(over)} of {len(lengths)} examples are longer than max_length {max_length} (the longest "
+            f"{max(over)} tokens); TRL keeps their start, so {cut:,} of their tokens ({100 * cut / sum(lengths):.1f}% "
+            f"of {sum(lengths):,}) are not trained; raise `max_length` to train them")
+
+
 def _num_processes(accelerate_yaml: Path) -> int:
     import yaml
 
@@ -204,9 +225,10 @@ def run_sft_step(ctx: StepContext) -> StepResult:
                                   f"arm's {prefix_tokens:,} planned warm-up tokens")
         metrics[f"{arm}_longest_example_tokens"] = longest[mode]
         metrics[f"{arm}_max_length"] = max_length
-        if longest[mode] > max_length:
-            ctx.console.print(f"[yellow]![/] {arm}: the longest example has {longest[mode]} tokens, "
-                              f"more than max_length {max_length}; TRL truncates it (keeping the start)")
+        truncated = truncation_warning(arm, lengths[mode], max_length)
+        if truncated:
+            ctx.console.print(f"[yellow]![/] sft: {truncated}")
+            metrics.setdefault("warnings", []).append(truncated)
         config_path = ctx.out_dir / f"{arm}_config.json"
         config = {"model_dir": _relative(model_dir.resolve(), ctx.out_dir.resolve()),
                   "dataset_dir": _relative((data_dir / mode).resolve(), ctx.out_dir.resolve()),
