@@ -16,9 +16,11 @@ from runtime.distill.llm_judge import CACHE_FILE, parse_verdict
 from runtime.step_context import StepError
 
 GATE = "gate judge     { judges plan_code, prompt_params, no_ddl_leak  vote unanimous }"
+# The test server answers at once and fails with HTTP 503, never by hanging: the long
+# timeout only keeps a busy machine (a training run beside the suite) from failing a test.
 LLM_GATE = """judge business {
     kind llm  judgement business
-    backend { kind openai  model "judge-model"  base_url env("CRAFT_TEST_JUDGE_URL")  concurrency 4  max_retries 0  timeout 5s }
+    backend { kind openai  model "judge-model"  base_url env("CRAFT_TEST_JUDGE_URL")  concurrency 4  max_retries 0  timeout 60s }
   }
   gate judge     { judges plan_code, prompt_params, no_ddl_leak, business  vote unanimous }"""
 
