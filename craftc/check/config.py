@@ -67,10 +67,10 @@ def _other_kind_keys(block: Block, kind: str, label: str, keys_of: str, sink: Di
         key = BLOCK_KEYS[keys_of].get(setting.key)
         readers = TEACHER_ONLY.get((key.field or setting.key) if key else "", ())
         if readers and kind not in readers:
-            names = " and ".join(f"`{r}`" for r in readers) if len(readers) < 3 else ", ".join(readers)
-            sink.error("E412", f"{label}: `{setting.key}` is read only by the {names} teacher"
-                       f"{'s' if len(readers) > 1 else ''}, and this one is `{kind}`",
-                       setting.key_span, f"remove `{setting.key}`, or use a {readers[0]} teacher")
+            names = ", ".join(f"`{r}`" for r in readers)
+            sink.error("E412", f"{label}: `{setting.key}` is read only by the {names} "
+                       f"teacher{'s' if len(readers) > 1 else ''}, and this one is `{kind}`",
+                       setting.key_span, f"remove `{setting.key}`, or use `teacher {readers[0]}`")
 
 
 def _check_gates(decl: RecipeDecl, recipe: Recipe, judges: dict, sink: DiagnosticSink) -> None:
