@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from craftc.ir import TEACHER_ONLY
+from craftc.setting_keys import BLOCK_KEYS
+
 __all__ = ["CodeInfo", "CODES", "explain", "render_diagnostics_doc"]
 
 
@@ -24,6 +27,20 @@ class CodeInfo:
 
 def _c(title: str, what: str, why: str, example: str, instead: str) -> CodeInfo:
     return CodeInfo(title, what, why, example, instead)
+
+
+def _teacher_only_settings() -> str:
+    """The settings only some teacher kinds read, and those kinds, as the IR declares them.
+
+    Example:
+        >>> _teacher_only_settings().split("; ")[0]
+        '`model`, `temperature`, `max_new_tokens` (read by openai, hf, vllm)'
+    """
+    recipe_key = {key.field or name: name for name, key in BLOCK_KEYS["teacher"].items()}
+    by_kinds: dict[tuple[str, ...], list[str]] = {}
+    for field, kinds in TEACHER_ONLY.items():
+        by_kinds.setdefault(kinds, []).append(f"`{recipe_key.get(field, field)}`")
+    return "; ".join(f"{', '.join(keys)} (read by {', '.join(kinds)})" for kinds, keys in by_kinds.items())
 
 
 CODES: dict[str, CodeInfo] = {
@@ -386,7 +403,8 @@ CODES: dict[str, CodeInfo] = {
                "reward { judge 0.2  judge_llm plan_code }",
                'judge business { kind llm  backend { kind openai  model "m" } }\nreward { judge 0.2  judge_llm business }'),
     "E412": _c("setting of another teacher kind",
-               "A teacher (or an llm judge's backend) sets something its kind never reads: `noise`, `discovery` or `scratchpad` on a teacher that is not synthetic, or `model`, `temperature`, `max_new_tokens` (openai, hf, vllm), `base_url`, `api_key`, `concurrency`, `timeout` or `max_retries` (openai) on a teacher of another kind.",
+               "A teacher (or an llm judge's backend) sets something its kind never reads: "
+               f"{_teacher_only_settings()}, on a teacher of another kind.",
                "Each teacher kind reads its own settings; one it never reads would silently do nothing, and a reviewer of the plan would believe it did.",
                'teacher vllm { model "org/teacher"  scratchpad task }',
                'teacher vllm { model "org/teacher" }   # or `teacher synthetic { scratchpad task }`'),

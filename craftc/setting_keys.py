@@ -166,7 +166,8 @@ BLOCK_KEYS: dict[str, dict[str, Key]] = {
     "teacher": keys_of(Teacher, exclude=("kind",)),     # the kind is the block's name
     # A judge's backend is asked for verdicts: it writes no candidates, repairs nothing and
     # draws no training instances.
-    "backend": keys_of(Teacher, exclude=("instances", "discovery", "scratchpad", "feedback", "failed_attempts")),
+    "backend": keys_of(Teacher, exclude=("candidates", "instances", "discovery", "scratchpad", "feedback",
+                                         "failed_attempts")),
     "judge": keys_of(Judge),
     "gate.execution": keys_of(ExecutionGate),
     "gate.output": keys_of(OutputGate),

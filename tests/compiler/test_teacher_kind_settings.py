@@ -11,8 +11,10 @@ from __future__ import annotations
 import pytest
 from compiler_support import ADS_TEACHER, ads_text_without_levers
 
+from craftc.codes import CODES
 from craftc.frontend import load_recipe
 from craftc.ir import TEACHER_KINDS, TEACHER_ONLY
+from craftc.setting_keys import BLOCK_KEYS
 
 
 def _load(tmp_path, teacher: str, extra: str = ""):
@@ -65,3 +67,18 @@ def test_every_restricted_setting_names_kinds_that_exist():
     assert {"noise", "discovery", "scratchpad", "model", "temperature", "concurrency"} <= set(TEACHER_ONLY)
     for kinds in TEACHER_ONLY.values():
         assert kinds and set(kinds) < set(TEACHER_KINDS)
+
+
+@pytest.mark.parametrize("key", ["candidates 4", "instances 10", "feedback 1"])
+def test_a_judge_backend_writes_no_candidates_so_their_settings_are_unknown_there(tmp_path, key):
+    result = _load(tmp_path, ADS_TEACHER, f'\n  judge biz {{ kind llm  backend {{ kind openai  model "m"  {key} }} }}')
+    errors = _errors(result)
+    assert [d.code for d in errors] == ["E201"], result.render()
+    assert f"unknown setting `{key.split()[0]}` in `judge biz backend`" in errors[0].message
+
+
+def test_the_explanation_of_e412_lists_every_restricted_setting_with_its_kinds():
+    text = CODES["E412"].what
+    for field, kinds in TEACHER_ONLY.items():
+        key = next(k for k, info in BLOCK_KEYS["teacher"].items() if (info.field or k) == field)
+        assert f"`{key}`" in text and ", ".join(kinds) in text
