@@ -524,6 +524,12 @@ CODES: dict[str, CodeInfo] = {
                "are not a continuation of that sequence. Reference-history rows hold one turn each.",
                "earlier_turns compact\nstage grpo { from sft  group 4 }",
                "earlier_turns compact\nstage grpo { from sft  group 4  history reference }"),
+    "E520": _c("warm-up setting without a warm-up",
+               "An sft stage sets `prefix_history` or `prefix_renames`, and its `prefix_epochs` is 0.",
+               "Those settings shape the warm-up's examples; without warm-up passes nothing reads them, and a "
+               "reviewer of the plan would believe they did something.",
+               "stage sft { epochs 1  prefix_renames 1 }",
+               "stage sft { epochs 1  prefix_epochs 3  prefix_renames 1 }"),
     # ------------------------------------------------------------ importing schemas (craftc import)
     "E901": _c("import source does not exist",
                "The database, SQL file or dbt project named for `craftc import` is not there.",

@@ -563,6 +563,13 @@ class SFTStage(StageBase):
         description="sft: what a warm-up example holds: `conversation`, one example per assistant turn with "
         "the whole conversation before it; `thinks`, one example per conversation with only its questions "
         "and their reasoning blocks")
+    # Trained from scratch on a few dozen questions per workflow, a model recalls the names
+    # of training questions instead of copying the asked one; made-up names cannot be recalled.
+    prefix_renames: int = Field(
+        0, ge=0, le=16, exclude_if=_omitted_at(0),
+        description="sft: more warm-up examples per conversation: copies of its first turn (question and "
+        "reasoning block) with every name and category it asks about made up, so that a name can only be "
+        "copied from the question (runtime.train.renames); 0: none")
 
 
 class GRPOStage(StageBase):

@@ -7,7 +7,7 @@ from craftc.check.budget import stuffed_prompt_estimate
 from craftc.check.engines import check_engine
 from craftc.check.names import report_duplicates, unknown_name
 from craftc.diagnostics import DiagnosticSink, did_you_mean
-from craftc.ir import GRPOStage, ModelSpec, Recipe, Stage
+from craftc.ir import GRPOStage, ModelSpec, Recipe, SFTStage, Stage
 from craftc.lower import find_setting, head_span, setting_span
 from craftc.syntax import Block, RecipeDecl
 
@@ -35,6 +35,7 @@ def check_stages(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None
         check_engine(s, block, sink)
         _check_lora_targets(recipe, s, block, sink)
         _check_earlier_turns(recipe, s, block, sink)
+        _check_warm_up(s, block, sink)
     _check_cycles(recipe.stages, blocks, sink)
     _check_budget(decl, recipe, blocks, models, sink)
 
@@ -156,6 +157,18 @@ def _check_earlier_turns(recipe: Recipe, s: Stage, block: Block | None, sink) ->
         sink.error("E519", f"stage `{s.name}`: `earlier_turns compact` needs `history reference` "
                    "(a policy-history rollout is trained as one sequence, which a compacted context is not)",
                    span, f"add `history reference` to `stage {s.name}`, or set `earlier_turns full`")
+
+
+def _check_warm_up(s: Stage, block: Block | None, sink) -> None:
+    # The warm-up's settings shape examples that only `prefix_epochs` trains on.
+    if not isinstance(s, SFTStage) or s.prefix_epochs:
+        return
+    for key, value in (("prefix_history", s.prefix_history), ("prefix_renames", s.prefix_renames)):
+        if value != SFTStage.model_fields[key].default:
+            span = (setting_span(block, key) or block.name_span) if block else s.span
+            sink.error("E520", f"stage `{s.name}`: `{key} {value}` shapes the warm-up, and `prefix_epochs` "
+                       "is 0, so there is none", span,
+                       f"add `prefix_epochs 3` to `stage {s.name}`, or remove `{key}`")
 
 
 def _check_model_shape(m: ModelSpec, block: Block, sink) -> None:

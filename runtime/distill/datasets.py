@@ -89,6 +89,9 @@ def build_examples(instances: list[dict[str, Any]], accepted: dict[tuple[str, in
         if not chosen_per_turn:
             continue
         variants = min(PER_INSTANCE, max(len(options) for options in chosen_per_turn))
+        # What `stage sft { prefix_renames N }` makes up: the names and categories the
+        # conversation's questions are drawn with (runtime.train.renames).
+        names = sorted({v for v in instance.get("params", {}).values() if isinstance(v, str) and v})
         for variant in range(variants):
             turns = []
             for turn_index, options in enumerate(chosen_per_turn):
@@ -109,7 +112,7 @@ def build_examples(instances: list[dict[str, Any]], accepted: dict[tuple[str, in
                 for mode in MODES:
                     messages = [{"role": "system", "content": systems[mode]}, *body]
                     out[mode].append({"messages": messages, "workflow": instance["workflow"],
-                                      "instance_id": instance["instance_id"], "split": "train",
+                                      "instance_id": instance["instance_id"], "split": "train", "names": names,
                                       "turns": len(chosen_per_turn), "variant": variant,
                                       "n_tokens": sum(estimate_tokens(m["content"]) for m in messages),
                                       "token_counter": TOKEN_COUNTER})
@@ -133,7 +136,8 @@ def save_dataset(examples: list[dict], out_dir: Path) -> None:
     """Save with `datasets` (Arrow) into ``out_dir``, inside the dataset step's staged dir."""
     from datasets import Dataset
 
-    columns = ["messages", "workflow", "instance_id", "split", "turns", "variant", "n_tokens", "token_counter"]
+    columns = ["messages", "workflow", "instance_id", "split", "turns", "variant", "names", "n_tokens",
+               "token_counter"]
     data = {c: [e[c] for e in examples] for c in columns}
     Path(out_dir).parent.mkdir(parents=True, exist_ok=True)
     Dataset.from_dict(data).save_to_disk(str(out_dir))

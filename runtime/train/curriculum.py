@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import get_args
 
 from craftc.ir import SFTStage
+from runtime.train.renames import renamed_examples
 
 __all__ = ["CurriculumError", "HISTORIES", "no_warm_up_reason", "read_curriculum", "prefix_conversations",
            "warm_up_examples"]
@@ -37,7 +38,7 @@ class CurriculumError(ValueError):
 
 
 def read_curriculum(plan_dir: str | Path, stage: str) -> dict | None:
-    """`{"prefix_epochs", "cut_after", "history"}` from `stages/<stage>/curriculum.json`, or None without one."""
+    """`{"prefix_epochs", "cut_after", "history", "renames"}` from `stages/<stage>/curriculum.json`, or None."""
     path = Path(plan_dir) / "stages" / stage / CURRICULUM_FILE
     if not path.exists():
         return None
@@ -46,7 +47,8 @@ def read_curriculum(plan_dir: str | Path, stage: str) -> dict | None:
         history = str(spec["history"])
         if history not in HISTORIES:
             raise ValueError(f"unknown history `{history}`")
-        return {"prefix_epochs": float(spec["prefix_epochs"]), "cut_after": str(spec["cut_after"]), "history": history}
+        return {"prefix_epochs": float(spec["prefix_epochs"]), "cut_after": str(spec["cut_after"]), "history": history,
+                "renames": int(spec.get("renames", 0))}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CurriculumError(f"`{path}` is not a curriculum craftc wrote ({exc}); recompile the recipe "
                               "with `craftc compile`") from None
@@ -108,11 +110,27 @@ def think_conversation(messages: list[dict], cut_after: str) -> list[list[dict]]
     return [out] if trained else []
 
 
-def warm_up_examples(messages: list[dict], curriculum: dict) -> list[list[dict]]:
-    """The warm-up examples of one conversation under `curriculum` (`read_curriculum`'s dict)."""
+def warm_up_examples(row: dict, curriculum: dict) -> list[list[dict]]:
+    """The warm-up examples of one dataset row under `curriculum` (`read_curriculum`'s dict).
+
+    With `renames`, that many copies of the row's first turn with its names made up follow
+    (runtime.train.renames); they need the dataset's `names` column.
+    """
+    messages, cut_after = row["messages"], curriculum["cut_after"]
     if curriculum["history"] == "thinks":
-        return think_conversation(messages, curriculum["cut_after"])
-    return prefix_messages(messages, curriculum["cut_after"])
+        examples = think_conversation(messages, cut_after)
+    else:
+        examples = prefix_messages(messages, cut_after)
+    if curriculum.get("renames") and examples:
+        if "names" not in row:
+            raise CurriculumError("the curriculum asks for renamed warm-up examples (`prefix_renames`), but the "
+                                  "dataset has no `names` column; rerun the dataset step (`craftc run PLAN "
+                                  "--only dataset`) with this version of craft")
+        first_turn = prefix_messages(messages, cut_after)[:1]
+        seed = f"{row.get('instance_id', '')}:{row.get('variant', 0)}"
+        examples += [renamed for turn in first_turn
+                     for renamed in renamed_examples(turn, list(row["names"]), curriculum["renames"], seed)]
+    return examples
 
 
 def no_warm_up_reason(curriculum: dict) -> str:
@@ -131,5 +149,5 @@ def prefix_conversations(dataset, curriculum: dict):
     """The warm-up dataset: `warm_up_examples` of every conversation, in the dataset's order."""
     from datasets import Dataset
 
-    rows = [{"messages": cut} for messages in dataset["messages"] for cut in warm_up_examples(messages, curriculum)]
+    rows = [{"messages": cut} for row in dataset for cut in warm_up_examples(row, curriculum)]
     return Dataset.from_list(rows)

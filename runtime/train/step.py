@@ -74,8 +74,9 @@ def example_lengths(model_dir: Path, dataset_dir: Path,
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    rows = load_from_disk(str(dataset_dir))["messages"]
-    per_row = [warm_up_examples(messages, curriculum) for messages in rows] if curriculum else []
+    dataset = load_from_disk(str(dataset_dir))
+    rows = dataset["messages"]
+    per_row = [warm_up_examples(row, curriculum) for row in dataset] if curriculum else []
     cuts = [cut for row in per_row for cut in row]
 
     def length(messages: list[dict]) -> int:
@@ -181,7 +182,10 @@ def run_sft_step(ctx: StepContext) -> StepResult:
                      "launch": "step" if ctx.launch else "manual"}
     context = _model_spec(ctx, stage).context
     cut_after = curriculum["cut_after"] if curriculum else None
-    measured = {mode: example_lengths(model_dir, data_dir / mode, curriculum) for _, mode in ARMS}
+    try:
+        measured = {mode: example_lengths(model_dir, data_dir / mode, curriculum) for _, mode in ARMS}
+    except CurriculumError as exc:
+        raise StepError(str(exc)) from None
     lengths = {mode: whole for mode, (whole, _, _) in measured.items()}
     longest = {mode: max(values, default=0) for mode, values in lengths.items()}
     budget = ctx.plan.recipe.eval.baseline_budget

@@ -1,6 +1,7 @@
-"""`stage sft { prefix_epochs N  prefix_history H }`: a warm-up on each turn's reasoning block
-before the whole conversations, with the whole conversation before it or only the questions
-and reasoning blocks (`thinks`)."""
+"""`stage sft { prefix_epochs N  prefix_history H  prefix_renames R }`: a warm-up on each turn's
+reasoning block before the whole conversations, with the whole conversation before it or only
+the questions and reasoning blocks (`thinks`), and R copies of each first turn whose names are
+made up."""
 
 from __future__ import annotations
 
@@ -49,6 +50,34 @@ def test_the_warm_up_dataset_keeps_the_datasets_order():
     assert [len(m) for m in prefix_conversations(ds, THINKS)["messages"]] == [5, 3]
 
 
+def test_renamed_copies_of_the_first_turn_make_up_the_names_it_asks_about():
+    from datasets import Dataset
+
+    asked = [{**m, "content": m["content"].replace("Top 3 campaigns", "Top 3 campaigns of Maple Home")}
+             if m["role"] in ("user", "assistant") and "Top 3" in m["content"] else m for m in CONVERSATION]
+    ds = Dataset.from_list([{"messages": asked, "names": ["Maple Home", "search"], "instance_id": "w-0001",
+                             "variant": 0}])
+    examples = prefix_conversations(ds, {**WHOLE, "renames": 2})["messages"]
+    assert [len(m) for m in examples] == [3, 7, 3, 3]         # the two turns, then two renamed first turns
+    first = examples[0]
+    for renamed in examples[2:]:
+        question, think = renamed[1]["content"], renamed[2]["content"]
+        made_up = question.removeprefix("Top 3 campaigns of ")
+        assert "Maple Home" not in question + think and made_up in think
+        assert renamed[0] == first[0]                          # the system prompt is kept
+    assert examples[2][1] != examples[3][1]                    # each copy has its own names
+    # the same dataset gives the same examples
+    assert prefix_conversations(ds, {**WHOLE, "renames": 2})["messages"] == examples
+
+
+def test_renamed_examples_need_the_datasets_names_column():
+    from datasets import Dataset
+
+    ds = Dataset.from_list([{"messages": CONVERSATION}])
+    with pytest.raises(CurriculumError, match="no `names` column.*--only dataset"):
+        prefix_conversations(ds, {**WHOLE, "renames": 1})
+
+
 def test_a_thinks_example_is_the_questions_each_followed_by_its_reasoning_block():
     example, = think_conversation(CONVERSATION, "</THINK>")
     assert [(m["role"], m["content"]) for m in example] == [
@@ -75,7 +104,8 @@ def test_the_plan_file_is_read_or_named_with_the_fix(tmp_path):
     stage = tmp_path / "stages" / "sft"
     stage.mkdir(parents=True)
     (stage / "curriculum.json").write_text(json.dumps({"prefix_epochs": 2, "cut_after": "</THINK>", "history": "thinks"}))
-    assert read_curriculum(tmp_path, "sft") == {"prefix_epochs": 2.0, "cut_after": "</THINK>", "history": "thinks"}
+    assert read_curriculum(tmp_path, "sft") == {"prefix_epochs": 2.0, "cut_after": "</THINK>", "history": "thinks",
+                                                "renames": 0}
     (stage / "curriculum.json").write_text(json.dumps({"prefix_epochs": 2, "cut_after": "</THINK>", "history": "all"}))
     with pytest.raises(CurriculumError, match="unknown history `all`.*recompile"):
         read_curriculum(tmp_path, "sft")
@@ -125,3 +155,18 @@ def test_the_sft_step_counts_the_conversations_its_warm_up_skips(tiny_model_dir,
     assert len(whole) == 2 and len(cuts) == 1 and without == 1
     whole, cuts, without = example_lengths(tiny_model_dir, tmp_path / "data", WHOLE)
     assert len(cuts) == 3 and without == 0          # the repair is a target when the history is whole
+
+
+def test_the_dataset_step_gives_each_conversation_the_names_its_questions_are_drawn_with():
+    from craftc.ir import BlockFormat
+    from runtime.distill.blocks import format_turn
+    from runtime.distill.datasets import build_examples
+
+    instance = {"instance_id": "i-0", "workflow": "w", "split": "train",
+                "params": {"advertiser": "Maple Home", "channel": "search", "n": 3, "days": 30},
+                "turns": [{"ask": "Top 3 search campaigns of Maple Home"}]}
+    execution = {"ok": True, "result_rows": 0, "result_columns": [], "result_preview": ""}
+    accepted = {("i-0", 0): [{"text": format_turn("t", "p", "result = 1", BlockFormat()), "execution": execution}]}
+    out = build_examples([instance], accepted, {"stripped": "s", "stuffed": "S"}, {"user": "{ask}", "tool": "{output}"},
+                         BlockFormat())
+    assert [e["names"] for mode in ("stripped", "stuffed") for e in out[mode]] == [["Maple Home", "search"]] * 2
