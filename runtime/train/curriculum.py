@@ -31,6 +31,8 @@ __all__ = ["CurriculumError", "HISTORIES", "no_warm_up_reason", "read_curriculum
 CURRICULUM_FILE = "curriculum.json"
 # The values `stage sft { prefix_history ... }` takes, as the IR declares them.
 HISTORIES = get_args(SFTStage.model_fields["prefix_history"].annotation)
+# What a curriculum.json without `renames` (written before the setting, or at 0) means.
+NO_RENAMES = SFTStage.model_fields["prefix_renames"].default
 
 
 class CurriculumError(ValueError):
@@ -48,7 +50,7 @@ def read_curriculum(plan_dir: str | Path, stage: str) -> dict | None:
         if history not in HISTORIES:
             raise ValueError(f"unknown history `{history}`")
         return {"prefix_epochs": float(spec["prefix_epochs"]), "cut_after": str(spec["cut_after"]), "history": history,
-                "renames": int(spec.get("renames", 0))}
+                "renames": int(spec.get("renames", NO_RENAMES))}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CurriculumError(f"`{path}` is not a curriculum craftc wrote ({exc}); recompile the recipe "
                               "with `craftc compile`") from None

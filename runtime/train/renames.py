@@ -44,10 +44,15 @@ def made_up(value: str, rng: random.Random) -> str:
     return re.sub(r"[A-Za-z]+", word, value)
 
 
+def _whole(name: str) -> re.Pattern:
+    """`name` where it stands as a whole word (not `search` inside `research`)."""
+    return re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+
+
 def _rename(text: str, renames: dict[str, str]) -> str:
     """Every whole-word occurrence of each name in `text`, renamed; longer names first."""
     for name in sorted(renames, key=len, reverse=True):
-        text = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", renames[name], text)
+        text = _whole(name).sub(renames[name], text)
     return text
 
 
@@ -67,7 +72,7 @@ def renamed_examples(first_turn: list[dict], names: list[str], count: int, seed:
         []
     """
     question = next((m.get("content") or "" for m in first_turn if m["role"] == "user"), "")
-    asked = [name for name in names if name and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", question)]
+    asked = [name for name in names if name and _whole(name).search(question)]
     if not asked:
         return []
     out = []

@@ -74,9 +74,9 @@ def example_lengths(model_dir: Path, dataset_dir: Path,
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    dataset = load_from_disk(str(dataset_dir))
-    rows = dataset["messages"]
-    per_row = [warm_up_examples(row, curriculum) for row in dataset] if curriculum else []
+    records = load_from_disk(str(dataset_dir)).to_list()     # decoded once, read twice
+    rows = [record["messages"] for record in records]
+    per_row = [warm_up_examples(record, curriculum) for record in records] if curriculum else []
     cuts = [cut for row in per_row for cut in row]
 
     def length(messages: list[dict]) -> int:
