@@ -25,8 +25,8 @@ from typing import get_args
 from craftc.ir import SFTStage
 from runtime.train.renames import renamed_examples
 
-__all__ = ["CurriculumError", "HISTORIES", "no_warm_up_reason", "read_curriculum", "prefix_conversations",
-           "warm_up_examples"]
+__all__ = ["CurriculumError", "HISTORIES", "cut_examples", "no_warm_up_reason", "read_curriculum",
+           "prefix_conversations", "renamed_first_turns", "warm_up_examples"]
 
 CURRICULUM_FILE = "curriculum.json"
 # The values `stage sft { prefix_history ... }` takes, as the IR declares them.
@@ -113,26 +113,35 @@ def think_conversation(messages: list[dict], cut_after: str) -> list[list[dict]]
 
 
 def warm_up_examples(row: dict, curriculum: dict) -> list[list[dict]]:
-    """The warm-up examples of one dataset row under `curriculum` (`read_curriculum`'s dict).
+    """The warm-up examples of one dataset row under `curriculum` (`read_curriculum`'s dict):
+    its cuts (`cut_examples`), then its renamed first turns (`renamed_first_turns`)."""
+    cuts = cut_examples(row, curriculum)
+    return cuts + renamed_first_turns(row, curriculum) if cuts else cuts
 
-    With `renames`, that many copies of the row's first turn with its names made up follow
-    (runtime.train.renames); they need the dataset's `names` column.
-    """
-    messages, cut_after = row["messages"], curriculum["cut_after"]
+
+def cut_examples(row: dict, curriculum: dict) -> list[list[dict]]:
+    """The row's turns cut after their reasoning block, with the curriculum's `history` before them."""
     if curriculum["history"] == "thinks":
-        examples = think_conversation(messages, cut_after)
-    else:
-        examples = prefix_messages(messages, cut_after)
-    if curriculum.get("renames") and examples:
-        if "names" not in row:
-            raise CurriculumError("the curriculum asks for renamed warm-up examples (`prefix_renames`), but the "
-                                  "dataset has no `names` column; rerun the dataset step (`craftc run PLAN "
-                                  "--only dataset`) with this version of craft")
-        first_turn = prefix_messages(messages, cut_after)[:1]
-        seed = f"{row.get('instance_id', '')}:{row.get('variant', 0)}"
-        examples += [renamed for turn in first_turn
-                     for renamed in renamed_examples(turn, list(row["names"]), curriculum["renames"], seed)]
-    return examples
+        return think_conversation(row["messages"], curriculum["cut_after"])
+    return prefix_messages(row["messages"], curriculum["cut_after"])
+
+
+def renamed_first_turns(row: dict, curriculum: dict) -> list[list[dict]]:
+    """`renames` copies of the row's first turn with its names made up (runtime.train.renames).
+
+    None when the curriculum asks for none, or when the first question names none of the
+    row's names. They need the dataset's `names` column.
+    """
+    if not curriculum.get("renames"):
+        return []
+    if "names" not in row:
+        raise CurriculumError("the curriculum asks for renamed warm-up examples (`prefix_renames`), but the "
+                              "dataset has no `names` column; rerun the dataset step (`craftc run PLAN "
+                              "--only dataset`) with this version of craft")
+    first_turn = prefix_messages(row["messages"], curriculum["cut_after"])[:1]
+    seed = f"{row.get('instance_id', '')}:{row.get('variant', 0)}"
+    return [renamed for turn in first_turn
+            for renamed in renamed_examples(turn, list(row["names"]), curriculum["renames"], seed)]
 
 
 def no_warm_up_reason(curriculum: dict) -> str:

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 from craftc.ir import ModelSpec, Stage
 from runtime.layout import CORPUS, DATASET_DIR, FINAL, MANIFEST, SFT_ARMS, SFT_BASE, SFT_SUMMARY, sft_final
 from runtime.step_context import StepContext, StepError, StepResult
 from runtime.tracking import run_name
-from runtime.train.curriculum import CurriculumError, no_warm_up_reason, read_curriculum, warm_up_examples
+from runtime.train.curriculum import (CurriculumError, cut_examples, no_warm_up_reason, read_curriculum,
+                                      renamed_first_turns)
 from runtime.train.stages import sft_stage
 
 __all__ = ["run_sft_step", "adopt_sft_step", "base_model_dir", "planned_tokens", "token_matched_steps",
@@ -65,24 +67,37 @@ def base_model_dir(ctx: StepContext, stage: Stage, corpus: Path) -> Path:
     return path
 
 
-def example_lengths(model_dir: Path, dataset_dir: Path,
-                    curriculum: dict | None = None) -> tuple[list[int], list[int], int]:
+class ExampleLengths(NamedTuple):
+    """Token counts of a dataset's examples, and what its warm-up leaves out (`example_lengths`)."""
+
+    whole: list[int]      # each conversation
+    cuts: list[int]       # each warm-up example, renamed first turns included
+    without: int          # conversations that give no warm-up example
+    renamed: int          # of `cuts`, renamed first turns (`prefix_renames`)
+    not_renamed: int      # conversations with a warm-up but no renamed copy (renames asked)
+
+
+def example_lengths(model_dir: Path, dataset_dir: Path, curriculum: dict | None = None) -> ExampleLengths:
     """Tokens of each conversation, and of each warm-up example of `curriculum`
-    (runtime.train.curriculum; none without it), rendered with the model's own chat template;
-    and how many conversations give no warm-up example."""
+    (runtime.train.curriculum; none without it), rendered with the model's own chat template."""
     from datasets import load_from_disk
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     records = load_from_disk(str(dataset_dir)).to_list()     # decoded once, read twice
     rows = [record["messages"] for record in records]
-    per_row = [warm_up_examples(record, curriculum) for record in records] if curriculum else []
-    cuts = [cut for row in per_row for cut in row]
+    cuts = [cut_examples(record, curriculum) for record in records] if curriculum else []
+    renamed = [renamed_first_turns(record, curriculum) if cut else [] for record, cut in zip(records, cuts)]
 
     def length(messages: list[dict]) -> int:
         return len(tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True)["input_ids"])
 
-    return [length(m) for m in rows], [length(m) for m in cuts], sum(1 for row in per_row if not row)
+    # The trainer's order (curriculum.warm_up_examples): a row's cuts, then its renamed turns.
+    examples = [example for cut, new in zip(cuts, renamed) for example in cut + new]
+    asked = bool(curriculum and curriculum.get("renames"))
+    return ExampleLengths([length(m) for m in rows], [length(m) for m in examples],
+                          sum(1 for cut in cuts if not cut), sum(len(new) for new in renamed),
+                          sum(1 for cut, new in zip(cuts, renamed) if asked and cut and not new))
 
 
 def planned_tokens(lengths: list[int], max_length: int, trl_kwargs: dict, examples_per_step: int) -> int:
@@ -186,7 +201,7 @@ def run_sft_step(ctx: StepContext) -> StepResult:
         measured = {mode: example_lengths(model_dir, data_dir / mode, curriculum) for _, mode in ARMS}
     except CurriculumError as exc:
         raise StepError(str(exc)) from None
-    lengths = {mode: whole for mode, (whole, _, _) in measured.items()}
+    lengths = {mode: counts.whole for mode, counts in measured.items()}
     longest = {mode: max(values, default=0) for mode, values in lengths.items()}
     budget = ctx.plan.recipe.eval.baseline_budget
     per_step = trl_kwargs["per_device_train_batch_size"] * trl_kwargs["gradient_accumulation_steps"] * processes
@@ -194,12 +209,12 @@ def run_sft_step(ctx: StepContext) -> StepResult:
     metrics.update(baseline_budget=budget, planned_stripped_tokens=stripped_tokens, commands={})
     prefix_tokens = None
     if curriculum is not None:
-        prefix_lengths = {mode: cuts for mode, (_, cuts, _) in measured.items()}
+        prefix_lengths = {mode: counts.cuts for mode, counts in measured.items()}
         if not prefix_lengths["stripped"]:
             raise StepError(f"stage `{stage.name}` asks for `prefix_epochs {curriculum['prefix_epochs']:g}`, but no "
                             f"conversation in {data_dir} gives a warm-up example: {no_warm_up_reason(curriculum)}; "
                             "write the reasoning block in the teacher's trajectories, or remove `prefix_epochs`")
-        without = measured["stripped"][2]
+        without = measured["stripped"].without
         if without:
             # Not lost from training (the whole-conversation phase still trains them), but
             # the warm-up a reviewer reads in the plan skips them: say so.
@@ -210,6 +225,13 @@ def run_sft_step(ctx: StepContext) -> StepResult:
         prefix_kwargs = {"max_steps": -1, "num_train_epochs": curriculum["prefix_epochs"]}
         prefix_tokens = planned_tokens(prefix_lengths["stripped"], trl_kwargs["max_length"], prefix_kwargs, per_step)
         metrics.update(prefix_examples=len(prefix_lengths["stripped"]), planned_stripped_prefix_tokens=prefix_tokens)
+        if curriculum["renames"]:
+            counted = measured["stripped"]
+            metrics.update(prefix_renamed_examples=counted.renamed, conversations_without_renames=counted.not_renamed)
+            # Not lost either: such a conversation's first question names none of its names.
+            ctx.console.print(f"sft: warm-up: {len(counted.cuts):,} examples, {counted.renamed:,} of them renamed "
+                              f"first turns (`prefix_renames {curriculum['renames']}`); {counted.not_renamed:,} "
+                              "conversations get no renamed copy: their first question names none of their names")
     for arm, mode in ARMS:
         max_length = arm_max_length(trl_kwargs["max_length"], context, longest[mode], longest["stripped"])
         # The two values the step measures instead of compiling; the config records them.

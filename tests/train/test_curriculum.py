@@ -151,10 +151,26 @@ def test_the_sft_step_counts_the_conversations_its_warm_up_skips(tiny_model_dir,
     repaired = [*CONVERSATION[:2], attempt, {"role": "tool", "content": "BinderError: x"}, CONVERSATION[2]]
     rows = [[{**m, "masked": bool(m.get("masked"))} for m in convo] for convo in (CONVERSATION, repaired)]
     Dataset.from_list([{"messages": r} for r in rows]).save_to_disk(str(tmp_path / "data"))
-    whole, cuts, without = example_lengths(tiny_model_dir, tmp_path / "data", THINKS)
-    assert len(whole) == 2 and len(cuts) == 1 and without == 1
-    whole, cuts, without = example_lengths(tiny_model_dir, tmp_path / "data", WHOLE)
-    assert len(cuts) == 3 and without == 0          # the repair is a target when the history is whole
+    thinks = example_lengths(tiny_model_dir, tmp_path / "data", THINKS)
+    assert len(thinks.whole) == 2 and len(thinks.cuts) == 1 and thinks.without == 1
+    whole = example_lengths(tiny_model_dir, tmp_path / "data", WHOLE)
+    assert len(whole.cuts) == 3 and whole.without == 0          # the repair is a target when the history is whole
+
+
+def test_the_sft_step_counts_renamed_first_turns_and_the_conversations_without_one(tiny_model_dir, tmp_path):
+    from datasets import Dataset
+
+    from runtime.train.step import example_lengths
+
+    # The first question names `Maple Home`; the second names none of its conversation's names.
+    asked = [{**m, "content": m["content"].replace("Top 3 campaigns", "Top 3 campaigns of Maple Home")}
+             for m in CONVERSATION]
+    rows = [{"messages": asked, "names": ["Maple Home"]}, {"messages": CONVERSATION, "names": ["Prime Labs"]}]
+    Dataset.from_list(rows).save_to_disk(str(tmp_path / "data"))
+    counted = example_lengths(tiny_model_dir, tmp_path / "data", {**WHOLE, "renames": 2})
+    assert (len(counted.cuts), counted.renamed, counted.not_renamed) == (2 + 2 + 2, 2, 1)
+    plain = example_lengths(tiny_model_dir, tmp_path / "data", WHOLE)
+    assert (len(plain.cuts), plain.renamed, plain.not_renamed) == (4, 0, 0)
 
 
 def test_the_dataset_step_gives_each_conversation_the_names_its_questions_are_drawn_with():
