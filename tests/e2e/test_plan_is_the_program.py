@@ -20,8 +20,8 @@ from tests.rewards.conftest import call, user_turn
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = (ROOT / "recipes/ads_analytics.craft").read_text()
-SMOKE_SFT = "stage sft  { prefix_epochs 1  prefix_history thinks  steps 4  batch 2  per_device_batch 2  max_length 1536 }"
-SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 4 }"
+SMOKE_SFT = "stage sft  { prefix_epochs 0.1  prefix_history thinks  steps 4  batch 2  per_device_batch 2  max_length 1536 }"
+SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 1 }"
 PREPARED_STEPS = ("world", "distill", "gate", "dataset")
 
 
@@ -102,7 +102,7 @@ def test_compacted_earlier_turns_drive_the_training_examples(base):
     # beside compacted turns.
     old = "    stripped_prompt full\n" + RECIPE.split("    stripped_prompt full\n", 1)[1].split(SMOKE_GRPO, 1)[0] + SMOKE_GRPO
     new = old.replace("    stripped_prompt full\n", "    stripped_prompt full\n    earlier_turns compact\n", 1).replace(
-        SMOKE_GRPO, SMOKE_GRPO.replace("measure 4 }", "measure 4  history reference }"))
+        SMOKE_GRPO, SMOKE_GRPO.replace("measure 1 }", "measure 1  history reference }"))
     edited = compile_variant(work, "earlier_turns", old, new)
     assert "specs/input_builder.json" in diff_text(work, plan, edited)
     new_run = run_dir_from(run, work / "runs" / "earlier_turns", ("world", "distill", "gate"))
@@ -244,7 +244,7 @@ def test_rollout_vllm_without_a_gpu_stops_before_launching_with_one_clear_line(b
     from runtime.train.grpo import run_grpo
 
     work, _, _ = base
-    edited = compile_variant(work, "vllm", SMOKE_GRPO, SMOKE_GRPO.replace("measure 4 }", "measure 4  rollout vllm, colocate }"))
+    edited = compile_variant(work, "vllm", SMOKE_GRPO, SMOKE_GRPO.replace("measure 1 }", "measure 1  rollout vllm, colocate }"))
     (tmp_path / "out").mkdir()
     ctx = StepContext(plan=load_plan(edited), plan_dir=edited, run_dir=tmp_path, out_dir=tmp_path / "out",
                       console=Console(file=io.StringIO()), seed=0)

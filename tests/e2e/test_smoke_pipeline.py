@@ -144,7 +144,7 @@ def test_general_skill_eval_reports_each_trained_model_against_the_base(smoke_ru
     tasks = ROOT / "tests/eval/general_tasks"
     recipe = work / "v1/recipes/ads_analytics.craft"
     text = recipe.read_text().replace(
-        "    eval { instances 1  max_turns 2  limit 6 }",
+        "    eval { instances 1  max_turns 2  limit 3 }",
         # One held-out instance per split: what is tested is the general-skill part.
         f'    eval {{ instances 1  max_turns 2  limit 1  general craft_sums  general_include "{tasks}"  general_limit 12 }}',
         1)

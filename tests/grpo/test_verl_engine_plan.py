@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "recipes/ads_analytics.craft"
-SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 4 }"
+SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 1 }"
 VERL_GRPO = SMOKE_GRPO[:-1] + " engine verl  rollout vllm  parallel fsdp2  gpus 1 }"
 VERL_FILES = {"launch.sh", "verl_overrides.txt", "tool_config.yaml", "agent_loop.yaml", "reward.py", "rl_data.json"}
 
