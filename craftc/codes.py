@@ -525,11 +525,17 @@ CODES: dict[str, CodeInfo] = {
                "earlier_turns compact\nstage grpo { from sft  group 4 }",
                "earlier_turns compact\nstage grpo { from sft  group 4  history reference }"),
     "E520": _c("warm-up setting without a warm-up",
-               "An sft stage sets `prefix_history` or `prefix_renames`, and its `prefix_epochs` is 0.",
+               "An sft stage sets `prefix_history`, `prefix_renames` or `prefix_renames_through`, and its "
+               "`prefix_epochs` is 0.",
                "Those settings shape the warm-up's examples; without warm-up passes nothing reads them, and a "
                "reviewer of the plan would believe they did something.",
                "stage sft { epochs 1  prefix_renames 1 }",
                "stage sft { epochs 1  prefix_epochs 3  prefix_renames 1 }"),
+    "E521": _c("renamed-turn setting without renamed turns",
+               "An sft stage sets `prefix_renames_through`, and its `prefix_renames` is 0.",
+               "The setting says where the warm-up's renamed first turns end; without any, nothing reads it.",
+               "stage sft { prefix_epochs 3  prefix_renames_through code }",
+               "stage sft { prefix_epochs 3  prefix_renames 1  prefix_renames_through code }"),
     # ------------------------------------------------------------ importing schemas (craftc import)
     "E901": _c("import source does not exist",
                "The database, SQL file or dbt project named for `craftc import` is not there.",

@@ -570,6 +570,12 @@ class SFTStage(StageBase):
         description="sft: more warm-up examples per conversation: copies of its first turn (question and "
         "reasoning block) with every name and category it asks about made up, so that a name can only be "
         "copied from the question (runtime.train.renames); 0: none")
+    # Renamed first turns cut after the THINK taught the THINK to copy a name, not the code
+    # (docs/training.md, "Made-up names in the warm-up"): the code can run on through it.
+    prefix_renames_through: Literal["think", "code"] = Field(
+        "think", exclude_if=_omitted_at("think"),
+        description="sft: where a renamed first turn ends: `think`, after its reasoning block; `code`, after "
+        "the first question's last code block (plan and code renamed too; no tool output after it)")
 
 
 class GRPOStage(StageBase):

@@ -161,14 +161,21 @@ def _check_earlier_turns(recipe: Recipe, s: Stage, block: Block | None, sink) ->
 
 def _check_warm_up(s: Stage, block: Block | None, sink) -> None:
     # The warm-up's settings shape examples that only `prefix_epochs` trains on.
-    if not isinstance(s, SFTStage) or s.prefix_epochs:
+    if not isinstance(s, SFTStage):
         return
-    for key, value in (("prefix_history", s.prefix_history), ("prefix_renames", s.prefix_renames)):
-        if value != SFTStage.model_fields[key].default:
-            span = (setting_span(block, key) or block.name_span) if block else s.span
-            sink.error("E520", f"stage `{s.name}`: `{key} {value}` shapes the warm-up, and `prefix_epochs` "
-                       "is 0, so there is none", span,
-                       f"add `prefix_epochs 3` to `stage {s.name}`, or remove `{key}`")
+    if not s.prefix_epochs:
+        for key, value in (("prefix_history", s.prefix_history), ("prefix_renames", s.prefix_renames),
+                           ("prefix_renames_through", s.prefix_renames_through)):
+            if value != SFTStage.model_fields[key].default:
+                span = (setting_span(block, key) or block.name_span) if block else s.span
+                sink.error("E520", f"stage `{s.name}`: `{key} {value}` shapes the warm-up, and `prefix_epochs` "
+                           "is 0, so there is none", span,
+                           f"add `prefix_epochs 3` to `stage {s.name}`, or remove `{key}`")
+    elif not s.prefix_renames and s.prefix_renames_through != SFTStage.model_fields["prefix_renames_through"].default:
+        span = (setting_span(block, "prefix_renames_through") or block.name_span) if block else s.span
+        sink.error("E521", f"stage `{s.name}`: `prefix_renames_through {s.prefix_renames_through}` says where "
+                   "renamed first turns end, and `prefix_renames` is 0, so there are none", span,
+                   f"add `prefix_renames 1` to `stage {s.name}`, or remove `prefix_renames_through`")
 
 
 def _check_model_shape(m: ModelSpec, block: Block, sink) -> None:

@@ -40,7 +40,8 @@ class CurriculumError(ValueError):
 
 
 def read_curriculum(plan_dir: str | Path, stage: str) -> dict | None:
-    """`{"prefix_epochs", "cut_after", "history", "renames"}` from `stages/<stage>/curriculum.json`, or None."""
+    """`{"prefix_epochs", "cut_after", "history", "renames", "renames_cut_after"}` from
+    `stages/<stage>/curriculum.json`, or None."""
     path = Path(plan_dir) / "stages" / stage / CURRICULUM_FILE
     if not path.exists():
         return None
@@ -50,7 +51,8 @@ def read_curriculum(plan_dir: str | Path, stage: str) -> dict | None:
         if history not in HISTORIES:
             raise ValueError(f"unknown history `{history}`")
         return {"prefix_epochs": float(spec["prefix_epochs"]), "cut_after": str(spec["cut_after"]), "history": history,
-                "renames": int(spec.get("renames", NO_RENAMES))}
+                "renames": int(spec.get("renames", NO_RENAMES)),
+                "renames_cut_after": str(spec.get("renames_cut_after", spec["cut_after"]))}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CurriculumError(f"`{path}` is not a curriculum craftc wrote ({exc}); recompile the recipe "
                               "with `craftc compile`") from None
@@ -127,7 +129,8 @@ def cut_examples(row: dict, curriculum: dict) -> list[list[dict]]:
 
 
 def renamed_first_turns(row: dict, curriculum: dict) -> list[list[dict]]:
-    """`renames` copies of the row's first turn with its names made up (runtime.train.renames).
+    """`renames` copies of the row's first turn with its names made up (runtime.train.renames),
+    cut after its reasoning block, or after its last code block (`renames_cut_after`).
 
     None when the curriculum asks for none, or when the first question names none of the
     row's names. They need the dataset's `names` column.
@@ -138,7 +141,14 @@ def renamed_first_turns(row: dict, curriculum: dict) -> list[list[dict]]:
         raise CurriculumError("the curriculum asks for renamed warm-up examples (`prefix_renames`), but the "
                               "dataset has no `names` column; rerun the dataset step (`craftc run PLAN "
                               "--only dataset`) with this version of craft")
-    first_turn = prefix_messages(row["messages"], curriculum["cut_after"])[:1]
+    cut_after = curriculum.get("renames_cut_after", curriculum["cut_after"])
+    if cut_after == curriculum["cut_after"]:
+        first_turn = prefix_messages(row["messages"], cut_after)[:1]
+    else:
+        # Through the code: the first question's last cut, its final code after any discovery
+        # call; no tool output follows it (it would not match the made-up names).
+        first_turn = [cut for cut in prefix_messages(row["messages"], cut_after)
+                      if sum(m["role"] == "user" for m in cut) == 1][-1:]
     seed = f"{row.get('instance_id', '')}:{row.get('variant', 0)}"
     return [renamed for turn in first_turn
             for renamed in renamed_examples(turn, list(row["names"]), curriculum["renames"], seed)]

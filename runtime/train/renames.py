@@ -3,7 +3,8 @@
 A model trained from scratch on a few dozen questions per workflow learns the names in
 them by heart: asked about "Maple Home", its reasoning block restates a training question
 about "Prime Labs". A renamed example is a conversation's first turn (the question and the
-reasoning block, as the warm-up cuts it) with every name the conversation asks about, its
+reasoning block, as the warm-up cuts it, or on through its last code block with
+`prefix_renames_through code`) with every name the conversation asks about, its
 string parameters (an advertiser, an industry, a channel), replaced by a made-up word of
 the same shape, the same everywhere in the example. No training question holds those
 words, so the only way to write them is to copy them from the question.

@@ -229,8 +229,9 @@ def run_sft_step(ctx: StepContext) -> StepResult:
             counted = measured["stripped"]
             metrics.update(prefix_renamed_examples=counted.renamed, conversations_without_renames=counted.not_renamed)
             # Not lost either: such a conversation's first question names none of its names.
+            through = " through their code" if curriculum["renames_cut_after"] != curriculum["cut_after"] else ""
             ctx.console.print(f"sft: warm-up: {len(counted.cuts):,} examples, {counted.renamed:,} of them renamed "
-                              f"first turns (`prefix_renames {curriculum['renames']}`); {counted.not_renamed:,} "
+                              f"first turns{through} (`prefix_renames {curriculum['renames']}`); {counted.not_renamed:,} "
                               "conversations get no renamed copy: their first question names none of their names")
     for arm, mode in ARMS:
         max_length = arm_max_length(trl_kwargs["max_length"], context, longest[mode], longest["stripped"])

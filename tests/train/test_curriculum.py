@@ -70,6 +70,33 @@ def test_renamed_copies_of_the_first_turn_make_up_the_names_it_asks_about():
     assert prefix_conversations(ds, {**WHOLE, "renames": 2})["messages"] == examples
 
 
+def test_renamed_first_turns_through_the_code_rename_its_plan_and_code_and_stop_before_the_tool_output():
+    from datasets import Dataset
+
+    asked = [{**m, "content": m["content"].replace("Top 3 campaigns", "Top 3 campaigns of Maple Home")
+              .replace("<CODE>\nx\n", "<CODE>\nrows(advertiser='Maple Home')\n")} for m in CONVERSATION]
+    ds = Dataset.from_list([{"messages": asked, "names": ["Maple Home"], "instance_id": "w-0001", "variant": 0}])
+    through_think = prefix_conversations(ds, {**WHOLE, "renames": 1})["messages"][-1]
+    through_code = prefix_conversations(ds, {**WHOLE, "renames": 1, "renames_cut_after": "</CODE>"})["messages"][-1]
+    assert through_think[-1]["content"].endswith("</THINK>")
+    assert [m["role"] for m in through_code] == ["system", "user", "assistant"]     # no tool output
+    reply = through_code[-1]["content"]
+    assert reply.endswith("</CODE>") and "Maple Home" not in reply
+    made_up = through_code[1]["content"].removeprefix("Top 3 campaigns of ")
+    assert f"rows(advertiser='{made_up}')" in reply and reply.startswith(through_think[-1]["content"])
+
+
+def test_the_plan_says_where_renamed_first_turns_end_only_when_it_is_not_the_default():
+    from craftc.emit.stages import curriculum_json
+    from craftc.ir import BlockFormat, Recipe, SFTStage
+
+    recipe = Recipe.model_construct(format=BlockFormat())     # the emitter reads only the block tags
+    think = json.loads(curriculum_json(recipe, SFTStage(name="sft", prefix_epochs=3, prefix_renames=1)))
+    code = json.loads(curriculum_json(recipe, SFTStage(name="sft", prefix_epochs=3, prefix_renames=1,
+                                                       prefix_renames_through="code")))
+    assert "renames_cut_after" not in think and code["renames_cut_after"] == "</CODE>"
+
+
 def test_renamed_examples_need_the_datasets_names_column():
     from datasets import Dataset
 
@@ -105,7 +132,7 @@ def test_the_plan_file_is_read_or_named_with_the_fix(tmp_path):
     stage.mkdir(parents=True)
     (stage / "curriculum.json").write_text(json.dumps({"prefix_epochs": 2, "cut_after": "</THINK>", "history": "thinks"}))
     assert read_curriculum(tmp_path, "sft") == {"prefix_epochs": 2.0, "cut_after": "</THINK>", "history": "thinks",
-                                                "renames": 0}
+                                                "renames": 0, "renames_cut_after": "</THINK>"}
     (stage / "curriculum.json").write_text(json.dumps({"prefix_epochs": 2, "cut_after": "</THINK>", "history": "all"}))
     with pytest.raises(CurriculumError, match="unknown history `all`.*recompile"):
         read_curriculum(tmp_path, "sft")
