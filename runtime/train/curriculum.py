@@ -26,7 +26,7 @@ from craftc.ir import SFTStage
 from runtime.train.renames import renamed_examples
 
 __all__ = ["CurriculumError", "HISTORIES", "cut_examples", "no_warm_up_reason", "read_curriculum",
-           "prefix_conversations", "renamed_first_turns", "warm_up_examples"]
+           "prefix_conversations", "renamed_first_turns", "warm_up_examples", "warm_up_parts"]
 
 CURRICULUM_FILE = "curriculum.json"
 # The values `stage sft { prefix_history ... }` takes, as the IR declares them.
@@ -116,9 +116,16 @@ def think_conversation(messages: list[dict], cut_after: str) -> list[list[dict]]
 
 def warm_up_examples(row: dict, curriculum: dict) -> list[list[dict]]:
     """The warm-up examples of one dataset row under `curriculum` (`read_curriculum`'s dict):
-    its cuts (`cut_examples`), then its renamed first turns (`renamed_first_turns`)."""
+    its cuts, then its renamed first turns (`warm_up_parts`)."""
+    cuts, renamed = warm_up_parts(row, curriculum)
+    return cuts + renamed
+
+
+def warm_up_parts(row: dict, curriculum: dict) -> tuple[list[list[dict]], list[list[dict]]]:
+    """The row's cuts (`cut_examples`) and its renamed first turns (`renamed_first_turns`);
+    a row that gives no cut gives no renamed turn either."""
     cuts = cut_examples(row, curriculum)
-    return cuts + renamed_first_turns(row, curriculum) if cuts else cuts
+    return cuts, renamed_first_turns(row, curriculum) if cuts else []
 
 
 def cut_examples(row: dict, curriculum: dict) -> list[list[dict]]:

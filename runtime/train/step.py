@@ -23,8 +23,7 @@ from craftc.ir import ModelSpec, Stage
 from runtime.layout import CORPUS, DATASET_DIR, FINAL, MANIFEST, SFT_ARMS, SFT_BASE, SFT_SUMMARY, sft_final
 from runtime.step_context import StepContext, StepError, StepResult
 from runtime.tracking import run_name
-from runtime.train.curriculum import (CurriculumError, cut_examples, no_warm_up_reason, read_curriculum,
-                                      renamed_first_turns)
+from runtime.train.curriculum import CurriculumError, no_warm_up_reason, read_curriculum, warm_up_parts
 from runtime.train.stages import sft_stage
 
 __all__ = ["run_sft_step", "adopt_sft_step", "base_model_dir", "planned_tokens", "token_matched_steps",
@@ -86,8 +85,8 @@ def example_lengths(model_dir: Path, dataset_dir: Path, curriculum: dict | None 
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     records = load_from_disk(str(dataset_dir)).to_list()     # decoded once, read twice
     rows = [record["messages"] for record in records]
-    cuts = [cut_examples(record, curriculum) for record in records] if curriculum else []
-    renamed = [renamed_first_turns(record, curriculum) if cut else [] for record, cut in zip(records, cuts)]
+    parts = [warm_up_parts(record, curriculum) for record in records] if curriculum else []
+    cuts, renamed = [cut for cut, _ in parts], [new for _, new in parts]
 
     def length(messages: list[dict]) -> int:
         return len(tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True)["input_ids"])
