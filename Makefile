@@ -46,7 +46,7 @@ smoke:
 	$(MAKE) run PROFILE=smoke
 
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 # verl 0.9.1 pins transformers <5.11 and craft's TRL path needs >=5.23, so the verl tests
 # get their own environment: the CPU torch first (verl keeps it), then the `verl` extra's

@@ -11,10 +11,17 @@ collection imports every module it is given, so two kinds of file are kept out o
   the optional ``verl`` extra at the top because verl loads them by name. verl cannot
   share the main environment (it pins an older transformers, see the Makefile's
   ``test-verl``), so where it is not installed they are not collected.
+
+`make test` spreads the suite over pytest-xdist workers (``-n auto``), one unit of work
+at a time (`UnitScheduling`): a test module, or the modules that share a session fixture
+too costly to build twice. Under xdist each worker's torch, and the training processes
+it launches, use one thread: two workers with two threads each on two cores would fight
+over them.
 """
 
 from __future__ import annotations
 
+import os
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -22,6 +29,22 @@ import pytest
 from _pytest.doctest import DoctestModule
 
 _TESTS = Path(__file__).parent / "tests"
+_ROOT = Path(__file__).parent
+
+# Modules that share a session fixture taking minutes to build, by path prefix, each set
+# one xdist unit (kept on one worker, so the fixture is built once). These units also
+# take the longest, so they start first, in this order: started last, one would end the
+# run alone on one worker while the others wait. Alone on this machine the smoke run's
+# unit takes about 14 minutes, tests/distill 9, references hidden 4.
+SHARED_FIXTURE_UNITS = (
+    ("tests/e2e/test_smoke_pipeline.py", "smoke run (e2e_support.smoke_run)"),
+    ("tests/e2e/test_plan_is_the_program.py", "smoke run (e2e_support.smoke_run)"),
+    ("tests/distill/", "distilled mini recipe (distill_support)"),
+    ("tests/e2e/test_references_hidden.py", "tests/e2e/test_references_hidden.py"),
+)
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 collect_ignore_glob: list[str] = []
 if find_spec("verl") is None:
@@ -35,3 +58,50 @@ def pytest_collect_file(file_path: Path, parent):
     if file_path.is_relative_to(_TESTS):
         return [c for c in collectors if not isinstance(c, DoctestModule)]
     return collectors
+
+
+def xdist_unit(nodeid: str) -> str:
+    """The xdist unit a test runs in: its shared-fixture unit, else its module.
+
+    >>> xdist_unit("tests/e2e/test_plan_is_the_program.py::test_a_penalty_weight_drives_the_reward")
+    'smoke run (e2e_support.smoke_run)'
+    >>> xdist_unit("tests/compiler/test_fuzz.py::test_two_thousand_seeded_mutations_only_produce_diagnostics")
+    'tests/compiler/test_fuzz.py'
+    """
+    module = nodeid.split("::", 1)[0]
+    return next((unit for prefix, unit in SHARED_FIXTURE_UNITS if module.startswith(prefix)), module)
+
+
+def _unit_rank(nodeid: str) -> int:
+    """Where a test's unit starts: the shared-fixture units first, in their listed order."""
+    first = list(dict.fromkeys(unit for _, unit in SHARED_FIXTURE_UNITS))
+    unit = xdist_unit(nodeid)
+    return first.index(unit) if unit in first else len(first)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """Under xdist, the shared-fixture units' tests first (each worker collects the same
+    order, which the scheduler's test indices point into); alone, collection order."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: _unit_rank(item.nodeid))     # stable: the rest keep their order
+
+
+if find_spec("xdist") is not None:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):
+        """xdist's per-scope scheduling with `xdist_unit` as the scope, the units handed
+        out in collection order. (Units from marks, `--dist loadgroup`, are not used:
+        pytest 9.2 keeps a node's id where xdist 3.8 no longer writes the group into it.)"""
+
+        def __init__(self, config, log=None):
+            config.option.loadscopereorder = False     # xdist would put the units with most tests first
+            super().__init__(config, log)
+
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_unit(nodeid)
+
+    @pytest.hookimpl(tryfirst=True)       # before xdist's own, which picks by --dist
+    def pytest_xdist_make_scheduler(config, log):
+        return UnitScheduling(config, log)

@@ -2,8 +2,8 @@
 
 Each test makes one recipe edit that changes one artifact, checks that `craftc diff`
 shows it, and runs the step that the artifact drives (on the ads recipe's `smoke`
-profile, from a shared run dir prepared up to the dataset step) to see the behaviour
-change the predicted way. The last tests hand a prepared run to `launch.sh` by hand,
+profile, from copies of the session's shared smoke run, e2e_support.py) to see the
+behaviour change the predicted way. The last tests hand a prepared run to `launch.sh` by hand,
 from another directory, and train GRPO in two CPU processes from the compiled config.
 """
 
@@ -14,20 +14,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from e2e_support import ROOT, craftc
 
 from runtime.rewards import RewardSpec, process_reward
 from tests.rewards.conftest import call, user_turn
 
-ROOT = Path(__file__).resolve().parents[2]
 RECIPE = (ROOT / "recipes/ads_analytics.craft").read_text()
 SMOKE_SFT = "stage sft  { prefix_epochs 0.1  prefix_history thinks  steps 4  batch 2  per_device_batch 2  max_length 1536 }"
 SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 1 }"
 PREPARED_STEPS = ("world", "distill", "gate", "dataset")
-
-
-def craftc(*args, cwd, timeout=1500):
-    return subprocess.run([sys.executable, "-m", "craftc.cli", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def compile_variant(work: Path, name: str, old: str = "", new: str = "") -> Path:
@@ -53,13 +48,13 @@ def run_dir_from(base: Path, dest: Path, steps=PREPARED_STEPS) -> Path:
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory):
-    """The unedited smoke plan, run up to the dataset step."""
+def base(tmp_path_factory, smoke_run):
+    """The unedited smoke plan, and the session's smoke run of that same plan (read only:
+    each test copies the steps it starts from, `run_dir_from`)."""
     work = tmp_path_factory.mktemp("plan_program")
     plan = compile_variant(work, "base")
-    ran = craftc("run", plan, "--run-dir", work / "run", "--until", "dataset", cwd=work)
-    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
-    return work, plan, work / "run"
+    assert (plan / "plan.json").read_bytes() == (smoke_run.plan / "plan.json").read_bytes()
+    return work, plan, smoke_run.run_dir
 
 
 def diff_text(work: Path, a: Path, b: Path) -> str:
@@ -217,9 +212,12 @@ def test_grpo_trains_in_two_cpu_processes_from_the_compiled_accelerate_config(ba
     two = SMOKE_GRPO.replace("batch 2  per_device_batch 2", "batch 4  per_device_batch 2  parallel ddp  gpus 0  processes 2")
     edited = compile_variant(work, "ddp", SMOKE_GRPO, two)
     assert "num_processes: 2" in (edited / "stages/grpo/accelerate.yaml").read_text()
-    new_run = run_dir_from(run, work / "runs" / "ddp")
+    new_run = run_dir_from(run, work / "runs" / "ddp", (*PREPARED_STEPS, "sft"))
     ran = craftc("run", edited, "--run-dir", new_run, "--until", "grpo", cwd=work)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    # Only the grpo stage changed: the sft step's models are reused, as `craftc diff` says.
+    status = {s["step"]: s["status"] for s in json.loads((new_run / "run.json").read_text())["steps"]}
+    assert status["sft"] == "reused" and status["grpo"] == "ran"
     assert f"+ bash {edited}/stages/grpo/launch.sh" in ran.stdout   # the plan's launch.sh, printed first
     summary = json.loads((new_run / "grpo/grpo_summary.json").read_text())
     assert summary["world_size"] == 2 and summary["steps"] == 2

@@ -9,19 +9,9 @@ GRPO's R_outcome is the share of checks passed on every row.
 import json
 import re
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-STEPS = ["world", "distill", "gate", "dataset", "sft", "grpo", "eval", "report"]
-
-
-def craftc(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "craftc.cli", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=1500)
+from e2e_support import ROOT, STEPS, craftc
 
 
 @pytest.fixture(scope="module")

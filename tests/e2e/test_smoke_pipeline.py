@@ -5,34 +5,16 @@ produces mean nothing; what this test pins down is that every step runs from a
 compiled plan, writes what the run-dir contract promises, and that a binding-only
 schema change (physical renames and table moves, `schema_specs/ads_v1_1.craft`)
 reuses training and leaves what the trained agent does exactly as it was.
+
+The run itself is the session's shared smoke run (e2e_support.py); tests that run a
+step again do it on a copy.
 """
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-STEPS = ["world", "distill", "gate", "dataset", "sft", "grpo", "eval", "report"]
-
-
-def craftc(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "craftc.cli", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=1500)
-
-
-def _recipe_tree(dest: Path, spec: str) -> Path:
-    """A copy of the ads recipe and its solutions, using `spec` as its schema."""
-    (dest / "recipes").mkdir(parents=True)
-    (dest / "schema_specs").mkdir()
-    shutil.copytree(ROOT / "examples", dest / "examples")
-    text = (ROOT / "recipes/ads_analytics.craft").read_text()
-    (dest / "recipes/ads_analytics.craft").write_text(text)
-    shutil.copy(ROOT / "schema_specs" / spec, dest / "schema_specs/ads.craft")
-    return dest / "recipes/ads_analytics.craft"
+from e2e_support import ROOT, STEPS, craftc, recipe_tree
 
 
 def _episodes(run_dir: Path) -> dict:
@@ -44,20 +26,8 @@ def _episodes(run_dir: Path) -> dict:
     return out
 
 
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    work = tmp_path_factory.mktemp("smoke")
-    recipe = _recipe_tree(work / "v1", "ads.craft")
-    plan, run_dir = work / "plan_v1", work / "run"
-    compiled = craftc("compile", recipe, "-o", plan, "--profile", "smoke", cwd=work)
-    assert compiled.returncode == 0, compiled.stderr
-    ran = craftc("run", plan, "--run-dir", run_dir, cwd=work)
-    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
-    return work, run_dir
-
-
 def test_every_step_completes_with_a_manifest(smoke_run):
-    _, run_dir = smoke_run
+    run_dir = smoke_run.run_dir
     for step in STEPS:
         manifest = json.loads((run_dir / step / "manifest.json").read_text())
         assert manifest["status"] == "complete" and manifest["step"] == step
@@ -68,7 +38,7 @@ def test_every_step_completes_with_a_manifest(smoke_run):
 
 
 def test_the_run_dir_holds_the_funnel_masking_proof_and_report(smoke_run):
-    _, run_dir = smoke_run
+    run_dir = smoke_run.run_dir
     funnel = json.loads((run_dir / "gate/funnel.json").read_text())
     assert funnel["accepted"] > 0
     for arm in ("craft", "stuffed"):
@@ -84,20 +54,21 @@ def test_the_run_dir_holds_the_funnel_masking_proof_and_report(smoke_run):
 
 
 def test_the_stripped_prompt_costs_a_fraction_of_the_stuffed_one(smoke_run):
-    _, run_dir = smoke_run
+    run_dir = smoke_run.run_dir
     report = json.loads((run_dir / "report/report.json").read_text())
     row = next(r for r in report["tables"]["all"]["rows"] if r["metric"] == "input_tokens")
     tokens = {arm: row["arms"][arm]["value"] for arm in ("craft", "stuffed")}
     assert tokens["craft"] < 0.2 * tokens["stuffed"]
 
 
-def test_a_binding_only_schema_change_reuses_training_and_keeps_the_agent_unchanged(smoke_run):
-    work, run_dir = smoke_run
-    before = _episodes(run_dir)
-    recipe = _recipe_tree(work / "v1_1", "ads_v1_1.craft")
-    plan = work / "plan_v1_1"
-    assert craftc("compile", recipe, "-o", plan, "--profile", "smoke", cwd=work).returncode == 0
-    ran = craftc("run", plan, "--run-dir", run_dir, cwd=work)
+def test_a_binding_only_schema_change_reuses_training_and_keeps_the_agent_unchanged(smoke_run, tmp_path):
+    before = _episodes(smoke_run.run_dir)
+    run_dir = tmp_path / "run"
+    shutil.copytree(smoke_run.run_dir, run_dir)
+    recipe = recipe_tree(tmp_path / "v1_1", "ads_v1_1.craft")
+    plan = tmp_path / "plan_v1_1"
+    assert craftc("compile", recipe, "-o", plan, "--profile", "smoke", cwd=tmp_path).returncode == 0
+    ran = craftc("run", plan, "--run-dir", run_dir, cwd=tmp_path)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     status = {s["step"]: s["status"] for s in json.loads((run_dir / "run.json").read_text())["steps"]}
     # eval reruns on the new warehouse; its outputs come out byte-identical, so even the
@@ -105,7 +76,7 @@ def test_a_binding_only_schema_change_reuses_training_and_keeps_the_agent_unchan
     assert status == {"world": "ran", "distill": "reused", "gate": "reused", "dataset": "reused",
                       "sft": "reused", "grpo": "reused", "eval": "ran", "report": "reused"}
     # `craftc diff` said so before the run, from the same input hashing.
-    predicted = json.loads(craftc("diff", work / "plan_v1", plan, "--format", "json", cwd=work).stdout)["reruns"]
+    predicted = json.loads(craftc("diff", smoke_run.plan, plan, "--format", "json", cwd=tmp_path).stdout)["reruns"]
     assert {r["step"]: "ran" if r["rerun"] else "reused" for r in predicted} == status
     # The warehouse file moved its tables and renamed its columns; what the agent sees and
     # does through the logical views is byte for byte the same.
@@ -114,8 +85,7 @@ def test_a_binding_only_schema_change_reuses_training_and_keeps_the_agent_unchan
 
 def test_every_plan_file_outside_review_is_read_by_some_step(smoke_run):
     """The plan is the program: an artifact no step reads would be decorative."""
-    work, run_dir = smoke_run
-    plan = work / "plan_v1"
+    plan, run_dir = smoke_run.plan, smoke_run.run_dir
     files = {p.relative_to(plan).as_posix() for p in plan.rglob("*") if p.is_file()}
     read = {f for step in STEPS for f in json.loads((run_dir / step / "manifest.json").read_text())["plan_files"]}
     assert {f for f in files if not f.startswith("review/")} - read == set()
@@ -123,7 +93,7 @@ def test_every_plan_file_outside_review_is_read_by_some_step(smoke_run):
 
 
 def test_grpo_trains_on_every_training_workflow_and_its_conversations(smoke_run):
-    _, run_dir = smoke_run
+    run_dir = smoke_run.run_dir
     summary = json.loads((run_dir / "grpo/grpo_summary.json").read_text())
     instances = json.loads((run_dir / "gate/instances.json").read_text())
     train = [i for i in instances if i["split"] == "train"]
@@ -138,11 +108,11 @@ def test_grpo_trains_on_every_training_workflow_and_its_conversations(smoke_run)
 def test_general_skill_eval_reports_each_trained_model_against_the_base(smoke_run, tmp_path):
     """`eval { general ... }` on the smoke run's base and trained models, with a local
     lm-eval task shipped in tests/eval/general_tasks (lm-eval's own YAML format)."""
-    work, source = smoke_run
     run_dir = tmp_path / "run"
-    shutil.copytree(source, run_dir)
+    shutil.copytree(smoke_run.run_dir, run_dir)
     tasks = ROOT / "tests/eval/general_tasks"
-    recipe = work / "v1/recipes/ads_analytics.craft"
+    shutil.copytree(smoke_run.work / "v1", tmp_path / "v1")
+    recipe = tmp_path / "v1/recipes/ads_analytics.craft"
     text = recipe.read_text().replace(
         "    eval { instances 1  max_turns 2  limit 3 }",
         # One held-out instance per split: what is tested is the general-skill part.
@@ -151,9 +121,9 @@ def test_general_skill_eval_reports_each_trained_model_against_the_base(smoke_ru
     variant = recipe.with_name("ads_general.craft")
     variant.write_text(text)
     plan = tmp_path / "plan"
-    assert craftc("compile", variant, "-o", plan, "--profile", "smoke", cwd=work).returncode == 0
+    assert craftc("compile", variant, "-o", plan, "--profile", "smoke", cwd=tmp_path).returncode == 0
     for step in ("eval", "report"):
-        ran = craftc("run", plan, "--run-dir", run_dir, "--only", step, cwd=work)
+        ran = craftc("run", plan, "--run-dir", run_dir, "--only", step, cwd=tmp_path)
         assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     general = json.loads((run_dir / "eval/eval.json").read_text())["general"]
     assert set(general["models"]) == {"base", "craft", "sft_only", "stuffed"}
