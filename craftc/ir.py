@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 __all__ = [
     "Span", "Node",
@@ -352,11 +352,22 @@ class Teacher(Node):
         "drop", description="with `feedback`: a repaired trajectory drops its failed attempts, or keeps "
         "them (and their tool output) as earlier turns masked from the loss")
 
+    # A setting another kind reads would be decorative in plan.json: a synthetic teacher's
+    # plan showing `temperature 0.7` reads as if something sampled at 0.7. The runtime
+    # re-validates plan.json, so an absent key is its default, which this kind never reads.
+    @model_serializer(mode="wrap")
+    def _only_what_its_kind_reads(self, handler):
+        def read(field: str) -> bool:
+            return self.kind in TEACHER_ONLY.get(_SETTING_OF.get(field, field), (self.kind,))
+        return {key: value for key, value in handler(self).items() if read(key)}
+
 
 # Teacher fields only some teacher kinds read, and those kinds (their json_schema_extra says so).
 TEACHER_ONLY: dict[str, tuple[str, ...]] = {
     name: info.json_schema_extra["teachers"] for name, info in Teacher.model_fields.items()
     if "teachers" in (info.json_schema_extra or {})}
+# Fields that are half of a recipe setting: `base_url env("VAR")` fills base_url_env.
+_SETTING_OF = {"base_url_env": "base_url"}
 
 
 class Judge(Node):
@@ -621,6 +632,13 @@ class GRPOStage(StageBase):
         "or a verl parser such as hermes, gpt-oss)", json_schema_extra=_surface(engine="verl"))
     max_tool_response: int = Field(2048, ge=16, le=1_000_000, description="grpo, verl: characters of a tool "
                                    "response the model sees", json_schema_extra=_surface(engine="verl"))
+
+    # As with a teacher's kind (Teacher._only_what_its_kind_reads): under `engine trl`
+    # plan.json carries no Megatron sizes or verl parser that nothing reads.
+    @model_serializer(mode="wrap")
+    def _only_what_its_engine_reads(self, handler):
+        data = handler(self)
+        return data if self.engine == "verl" else {key: value for key, value in data.items() if key not in VERL_ONLY}
 
 
 Stage = Annotated[SFTStage | GRPOStage, Field(discriminator="kind")]

@@ -3,7 +3,8 @@
 The synthetic teacher reads `noise`, `discovery` and `scratchpad`; model backends read
 `model`, `temperature` and `max_new_tokens`, and the openai client also `base_url`,
 `api_key`, `concurrency`, `timeout` and `max_retries`. Which kinds read a setting is
-declared once, on its IR field, and the check derives from it.
+declared once, on its IR field, and the check derives from it; so does plan.json, which
+carries only the settings the teacher's kind reads.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from compiler_support import ADS_TEACHER, ads_text_without_levers
 
 from craftc.codes import CODES
 from craftc.frontend import load_recipe
-from craftc.ir import TEACHER_KINDS, TEACHER_ONLY
+from craftc.ir import TEACHER_KINDS, TEACHER_ONLY, Teacher
 from craftc.setting_keys import BLOCK_KEYS
 
 
@@ -54,6 +55,25 @@ def test_settings_every_kind_reads_or_its_own_kind_reads_compile(tmp_path):
                     'teacher vllm { model "org/t"  temperature 0.7  candidates 16 }'):
         result = _load(tmp_path, teacher)
         assert not [d for d in _errors(result) if d.code == "E412"], result.render()
+
+
+@pytest.mark.parametrize("kind", TEACHER_KINDS)
+def test_the_plan_holds_only_the_settings_the_teachers_kind_reads(kind):
+    written = Teacher(kind=kind).model_dump(mode="json")
+    for field, kinds in TEACHER_ONLY.items():
+        if kind not in kinds:
+            assert field not in written, field
+        else:       # present, unless omitted at its default (`_omitted_at`: discovery, scratchpad)
+            assert field in written or Teacher.model_fields[field].exclude_if is not None, field
+    assert {"kind", "candidates", "feedback", "failed_attempts"} <= set(written)
+    # Read back, an absent setting is its default: what the runtime sees is unchanged.
+    assert Teacher.model_validate(written) == Teacher(kind=kind)
+
+
+def test_a_synthetic_teachers_plan_shows_no_sampling_settings(tmp_path):
+    recipe = _load(tmp_path, "teacher synthetic { candidates 4 }").recipe
+    written = recipe.model_dump(mode="json")["teacher"]
+    assert sorted(written) == ["candidates", "failed_attempts", "feedback", "kind", "noise"]
 
 
 def test_a_judge_backend_is_checked_against_its_own_kind(tmp_path):

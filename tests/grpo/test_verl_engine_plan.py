@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from craftc.ir import VERL_ONLY
+
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "recipes/ads_analytics.craft"
 SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 1 }"
@@ -24,7 +26,7 @@ def craftc(*args, cwd=ROOT):
                           text=True)
 
 
-def test_diff_between_the_trl_and_verl_cluster_profiles_shows_only_the_engine(tmp_path):
+def test_diff_between_the_trl_and_verl_cluster_profiles_shows_only_the_engine_and_its_settings(tmp_path):
     for profile in ("cluster", "cluster_verl"):
         assert craftc("compile", RECIPE, "-o", tmp_path / profile, "--profile", profile).returncode == 0
     shown = craftc("diff", tmp_path / "cluster", tmp_path / "cluster_verl", "--format", "json")
@@ -41,7 +43,11 @@ def test_diff_between_the_trl_and_verl_cluster_profiles_shows_only_the_engine(tm
     assert removed == {"stages/grpo/trl_config.json", "stages/grpo/accelerate.yaml"}
     old, new = (json.loads((tmp_path / p / "plan.json").read_text())["recipe"] for p in ("cluster", "cluster_verl"))
     grpo = [{k for k in a if a[k] != b[k]} for a, b in zip(old["stages"], new["stages"])]
-    assert grpo == [set(), {"engine", "parallel", "tensor_parallel", "expert_parallel", "rollout_tensor_parallel"}]
+    assert grpo == [set(), {"engine", "parallel"}]
+    # The settings only verl reads come with the engine: under trl the plan carries none.
+    added = [set(b) - set(a) for a, b in zip(old["stages"], new["stages"])]
+    assert added == [set(), set(VERL_ONLY)] and not set(VERL_ONLY) & set(old["stages"][1])
+    assert (new["stages"][1]["tensor_parallel"], new["stages"][1]["expert_parallel"]) != (1, 1)
     assert {k for k in old if old[k] != new[k] and k != "stages"} == {"profile"}
 
 
