@@ -31,12 +31,12 @@ from _pytest.doctest import DoctestModule
 _TESTS = Path(__file__).parent / "tests"
 _ROOT = Path(__file__).parent
 
-# Modules that share a session fixture taking minutes to build, by path prefix, each set
-# one xdist unit (kept on one worker, so the fixture is built once). These units also
-# take the longest, so they start first, in this order: started last, one would end the
-# run alone on one worker while the others wait. Alone on this machine the smoke run's
-# unit takes about 14 minutes, tests/distill 9, references hidden 4.
-SHARED_FIXTURE_UNITS = (
+# The units that take minutes, by path prefix, started first and in this order: started
+# last, one would end the run alone on one worker while the others wait. Modules that
+# share a session fixture taking minutes to build are one unit (kept on one worker, so
+# the fixture is built once). Under `make test` on 2 cores (19 min 19 s in all) the smoke
+# run's unit took at least 17 minutes, tests/distill 9, references hidden 4.
+FIRST_UNITS = (
     ("tests/e2e/test_smoke_pipeline.py", "smoke run (e2e_support.smoke_run)"),
     ("tests/e2e/test_plan_is_the_program.py", "smoke run (e2e_support.smoke_run)"),
     ("tests/distill/", "distilled mini recipe (distill_support)"),
@@ -61,7 +61,7 @@ def pytest_collect_file(file_path: Path, parent):
 
 
 def xdist_unit(nodeid: str) -> str:
-    """The xdist unit a test runs in: its shared-fixture unit, else its module.
+    """The xdist unit a test runs in: its unit in `FIRST_UNITS`, else its module.
 
     >>> xdist_unit("tests/e2e/test_plan_is_the_program.py::test_a_penalty_weight_drives_the_reward")
     'smoke run (e2e_support.smoke_run)'
@@ -69,19 +69,19 @@ def xdist_unit(nodeid: str) -> str:
     'tests/compiler/test_fuzz.py'
     """
     module = nodeid.split("::", 1)[0]
-    return next((unit for prefix, unit in SHARED_FIXTURE_UNITS if module.startswith(prefix)), module)
+    return next((unit for prefix, unit in FIRST_UNITS if module.startswith(prefix)), module)
 
 
 def _unit_rank(nodeid: str) -> int:
-    """Where a test's unit starts: the shared-fixture units first, in their listed order."""
-    first = list(dict.fromkeys(unit for _, unit in SHARED_FIXTURE_UNITS))
+    """Where a test's unit starts: `FIRST_UNITS` first, in their listed order."""
+    first = list(dict.fromkeys(unit for _, unit in FIRST_UNITS))
     unit = xdist_unit(nodeid)
     return first.index(unit) if unit in first else len(first)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
-    """Under xdist, the shared-fixture units' tests first (each worker collects the same
+    """Under xdist, the tests of `FIRST_UNITS` first (each worker collects the same
     order, which the scheduler's test indices point into); alone, collection order."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=lambda item: _unit_rank(item.nodeid))     # stable: the rest keep their order

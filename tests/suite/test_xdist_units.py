@@ -16,8 +16,8 @@ _spec.loader.exec_module(root_conftest)
 SMOKE_UNIT = root_conftest.xdist_unit("tests/e2e/test_smoke_pipeline.py::test")
 
 
-def test_each_shared_fixture_unit_names_an_existing_path():
-    for prefix, _ in root_conftest.SHARED_FIXTURE_UNITS:
+def test_each_first_unit_names_an_existing_path():
+    for prefix, _ in root_conftest.FIRST_UNITS:
         assert (ROOT / prefix).exists(), prefix
 
 
