@@ -536,6 +536,12 @@ CODES: dict[str, CodeInfo] = {
                "The setting says where the warm-up's renamed first turns end; without any, nothing reads it.",
                "stage sft { prefix_epochs 3  prefix_renames_through code }",
                "stage sft { prefix_epochs 3  prefix_renames 1  prefix_renames_through code }"),
+    "E522": _c("general-skill setting without a general benchmark",
+               "The eval block sets `general_include` or `general_limit`, and `general` names no lm-eval task.",
+               "Those settings shape the general-skill benchmarks; without one nothing reads them, and a "
+               "reviewer of the plan would believe a benchmark ran.",
+               "eval { general_limit 50 }",
+               "eval { general ifeval  general_limit 50 }"),
     # ------------------------------------------------------------ importing schemas (craftc import)
     "E901": _c("import source does not exist",
                "The database, SQL file or dbt project named for `craftc import` is not there.",

@@ -25,7 +25,7 @@ __all__ = [
     "STAGE_MODELS", "EvalSpec", "Recipe", "Plan",
     "TeacherKind", "BuiltinJudgeKind", "JudgeKind", "JudgementKind", "JUDGEMENTS", "ToolKind", "GateName", "RewardComponent",
     "StageKind", "Arm", "InputMode", "MaskRole", "ExecutionReject", "OutputReject", "ModelSource",
-    "TrlValue", "Tracker", "TRACKERS", "Engine", "AdvantageEstimator", "ToolFormat", "ENGINES", "VERL_ONLY", "TEACHER_ONLY", "TEACHER_KINDS", "BUILTIN_JUDGES", "JUDGE_KINDS", "TOOL_KINDS", "GATE_ORDER",
+    "TrlValue", "Tracker", "TRACKERS", "Engine", "AdvantageEstimator", "ToolFormat", "ENGINES", "VERL_ONLY", "TEACHER_ONLY", "TEACHER_KINDS", "GENERAL_ONLY", "BUILTIN_JUDGES", "JUDGE_KINDS", "TOOL_KINDS", "GATE_ORDER",
     "REWARD_COMPONENTS", "STAGE_KINDS", "ARMS", "INPUT_MODES", "ARM_INPUT",
 ]
 
@@ -648,6 +648,9 @@ ENGINES: tuple[str, ...] = get_args(Engine)
 VERL_ONLY: tuple[str, ...] = tuple(name for name, info in GRPOStage.model_fields.items()
                                    if (info.json_schema_extra or {}).get("engine") == "verl")
 
+# EvalSpec fields that only shape the `general` benchmarks (E522 without any).
+GENERAL_ONLY: tuple[str, ...] = ("general_include", "general_limit")
+
 
 class EvalSpec(Node):
     # 0 < holdout < 1 is the eval checker's E508, so the field carries no range.
@@ -676,6 +679,13 @@ class EvalSpec(Node):
         None, description="a directory of local lm-eval task YAML (for `general`), relative to where "
         "`craftc run` runs")
     general_limit: int = Field(200, ge=1, description="examples per general benchmark")
+
+    # Without benchmarks nothing reads the two settings that shape them (E522 when a
+    # recipe sets them): plan.json leaves them out rather than show them as if they ran.
+    @model_serializer(mode="wrap")
+    def _general_settings_with_benchmarks_only(self, handler):
+        data = handler(self)
+        return data if self.general else {key: value for key, value in data.items() if key not in GENERAL_ONLY}
     baseline_budget: Literal["tokens", "steps"] = Field(
         "tokens", description="the stuffed baseline's SFT gets the same training `tokens` as the "
         "stripped arm, or the same `steps` (same epochs, more compute)")

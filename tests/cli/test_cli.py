@@ -111,7 +111,8 @@ def test_profile_diff_shows_exactly_the_overridden_settings(tmp_path, capsys):
         *(("stage.sft", k) for k in ("parallel", "gpus", "nodes", "mixed_precision", "batch", "per_device_batch")),
         *(("stage.grpo", k) for k in ("parallel", "gpus", "mixed_precision", "rollout", "vllm_mode", "group",
                                       "batch")),
-        ("eval", "instances"), ("eval", "general"), ("eval", "general_limit"),
+        # general_include comes into the plan with the benchmarks that read it (at its default).
+        ("eval", "instances"), ("eval", "general"), ("eval", "general_limit"), ("eval", "general_include"),
     }
     assert diff["plan"] == "Plan: 0 to add, 5 to change, 0 to remove."
 
