@@ -72,11 +72,13 @@ def xdist_unit(nodeid: str) -> str:
     return next((unit for prefix, unit in FIRST_UNITS if module.startswith(prefix)), module)
 
 
+_FIRST_ORDER = list(dict.fromkeys(unit for _, unit in FIRST_UNITS))
+
+
 def _unit_rank(nodeid: str) -> int:
     """Where a test's unit starts: `FIRST_UNITS` first, in their listed order."""
-    first = list(dict.fromkeys(unit for _, unit in FIRST_UNITS))
     unit = xdist_unit(nodeid)
-    return first.index(unit) if unit in first else len(first)
+    return _FIRST_ORDER.index(unit) if unit in _FIRST_ORDER else len(_FIRST_ORDER)
 
 
 @pytest.hookimpl(tryfirst=True)

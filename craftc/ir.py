@@ -274,6 +274,12 @@ def _omitted_at(default: object):
     return lambda value: value == default
 
 
+def _without(data: dict, keys) -> dict:
+    """A node's serialised `data` less `keys`: settings its model serializer leaves out of
+    plan.json because nothing reads them there (the runtime reads them back as defaults)."""
+    return {key: value for key, value in data.items() if key not in keys}
+
+
 # ---------------------------------------------------------------- distillation
 
 
@@ -357,9 +363,9 @@ class Teacher(Node):
     # re-validates plan.json, so an absent key is its default, which this kind never reads.
     @model_serializer(mode="wrap")
     def _only_what_its_kind_reads(self, handler):
-        def read(field: str) -> bool:
-            return self.kind in TEACHER_ONLY.get(_SETTING_OF.get(field, field), (self.kind,))
-        return {key: value for key, value in handler(self).items() if read(key)}
+        unread = {field for field in Teacher.model_fields
+                  if self.kind not in TEACHER_ONLY.get(_SETTING_OF.get(field, field), (self.kind,))}
+        return _without(handler(self), unread)
 
 
 # Teacher fields only some teacher kinds read, and those kinds (their json_schema_extra says so).
@@ -637,8 +643,7 @@ class GRPOStage(StageBase):
     # plan.json carries no Megatron sizes or verl parser that nothing reads.
     @model_serializer(mode="wrap")
     def _only_what_its_engine_reads(self, handler):
-        data = handler(self)
-        return data if self.engine == "verl" else {key: value for key, value in data.items() if key not in VERL_ONLY}
+        return _without(handler(self), () if self.engine == "verl" else VERL_ONLY)
 
 
 Stage = Annotated[SFTStage | GRPOStage, Field(discriminator="kind")]
@@ -679,16 +684,15 @@ class EvalSpec(Node):
         None, description="a directory of local lm-eval task YAML (for `general`), relative to where "
         "`craftc run` runs")
     general_limit: int = Field(200, ge=1, description="examples per general benchmark")
+    baseline_budget: Literal["tokens", "steps"] = Field(
+        "tokens", description="the stuffed baseline's SFT gets the same training `tokens` as the "
+        "stripped arm, or the same `steps` (same epochs, more compute)")
 
     # Without benchmarks nothing reads the two settings that shape them (E522 when a
     # recipe sets them): plan.json leaves them out rather than show them as if they ran.
     @model_serializer(mode="wrap")
     def _general_settings_with_benchmarks_only(self, handler):
-        data = handler(self)
-        return data if self.general else {key: value for key, value in data.items() if key not in GENERAL_ONLY}
-    baseline_budget: Literal["tokens", "steps"] = Field(
-        "tokens", description="the stuffed baseline's SFT gets the same training `tokens` as the "
-        "stripped arm, or the same `steps` (same epochs, more compute)")
+        return _without(handler(self), () if self.general else GENERAL_ONLY)
 
 
 class Recipe(Node):

@@ -3,8 +3,9 @@
 Each test makes one recipe edit that changes one artifact, checks that `craftc diff`
 shows it, and runs the step that the artifact drives (on the ads recipe's `smoke`
 profile, from copies of the session's shared smoke run, e2e_support.py) to see the
-behaviour change the predicted way. The last tests hand a prepared run to `launch.sh` by hand,
-from another directory, and train GRPO in two CPU processes from the compiled config.
+behaviour change the predicted way. The last tests hand a prepared run to `launch.sh`
+by hand, from another directory, and train GRPO in two CPU processes from the compiled
+config.
 """
 
 import json
@@ -215,7 +216,7 @@ def test_grpo_trains_in_two_cpu_processes_from_the_compiled_accelerate_config(ba
     new_run = run_dir_from(run, work / "runs" / "ddp", (*PREPARED_STEPS, "sft"))
     ran = craftc("run", edited, "--run-dir", new_run, "--until", "grpo", cwd=work)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
-    # Only the grpo stage changed: the sft step's models are reused, as `craftc diff` says.
+    # Only the grpo stage changed: the runner reuses the copied sft step's models.
     status = {s["step"]: s["status"] for s in json.loads((new_run / "run.json").read_text())["steps"]}
     assert status["sft"] == "reused" and status["grpo"] == "ran"
     assert f"+ bash {edited}/stages/grpo/launch.sh" in ran.stdout   # the plan's launch.sh, printed first
