@@ -542,6 +542,12 @@ CODES: dict[str, CodeInfo] = {
                "reviewer of the plan would believe a benchmark ran.",
                "eval { general_limit 50 }",
                "eval { general ifeval  general_limit 50 }"),
+    "E523": _c("vllm mode with another rollout",
+               "A grpo stage's `rollout` names an engine other than `vllm` and a vllm mode after it.",
+               "Only a vLLM rollout runs colocated or as a server; with another engine nothing reads the "
+               "mode, and a reviewer of the plan would believe vLLM ran.",
+               "stage grpo { rollout transformers, server }",
+               "stage grpo { rollout vllm, server }"),
     # ------------------------------------------------------------ importing schemas (craftc import)
     "E901": _c("import source does not exist",
                "The database, SQL file or dbt project named for `craftc import` is not there.",

@@ -247,7 +247,8 @@ ARM_INPUT: dict[str, str] = {"craft": "stripped", "sft_only": "stripped", "stuff
 
 
 def _surface(key: str | None = None, type: str | None = None, shown: str | None = None,
-             engine: str | None = None, teachers: tuple[str, ...] | None = None) -> dict:
+             engine: str | None = None, teachers: tuple[str, ...] | None = None,
+             needs: str | None = None) -> dict:
     """How a field is written in a recipe, when that differs from the field itself.
 
     ``key`` is the recipe key (``timeout`` for ``timeout_s``), ``type`` the surface type
@@ -255,12 +256,14 @@ def _surface(key: str | None = None, type: str | None = None, shown: str | None 
     ``string_or_env``, ``model_ref``, ``rollout``, ``reject``, ``block``, ``name``) and
     ``shown`` the default as the docs state it when the field has none of its own.
     ``engine`` marks a grpo setting only that training engine reads (E516 elsewhere), and
-    ``teachers`` a teacher setting only those teacher kinds read (E412 elsewhere).
+    ``teachers`` a teacher setting only those teacher kinds read (E412 elsewhere), and
+    ``needs`` a setting read only when its block sets that other setting (E522 for eval's
+    general-skill settings without ``general``).
     Fields with a ``description`` are recipe settings; ``craftc.setting_keys``
     builds the settings table from them.
     """
     return {k: v for k, v in (("key", key), ("type", type), ("shown", shown), ("engine", engine),
-                              ("teachers", teachers)) if v is not None}
+                              ("teachers", teachers), ("needs", needs)) if v is not None}
 
 
 def _omitted_at(default: object):
@@ -608,7 +611,8 @@ class GRPOStage(StageBase):
         "transformers", description="grpo: generation engine, optionally with the vllm mode "
         "(`rollout vllm, server`); `engine verl` takes vllm or sglang",
         json_schema_extra=_surface(type="rollout"))
-    vllm_mode: Literal["colocate", "server"] = Field("colocate", description="grpo: how vLLM runs")
+    vllm_mode: Literal["colocate", "server"] = Field("colocate", description="grpo: how vLLM runs "
+                                                     "(`rollout vllm, MODE`; E523 with another rollout)")
     measure: int = Field(32, ge=0, le=100000, description="grpo: training rows measured before and "
                          "after training, greedily and with `group` samples each (a seeded sample)")
     # A conversation's later turns continue from what the policy itself wrote earlier
@@ -640,10 +644,14 @@ class GRPOStage(StageBase):
                                    "response the model sees", json_schema_extra=_surface(engine="verl"))
 
     # As with a teacher's kind (Teacher._only_what_its_kind_reads): under `engine trl`
-    # plan.json carries no Megatron sizes or verl parser that nothing reads.
+    # plan.json carries no Megatron sizes or verl parser that nothing reads, and the vLLM
+    # mode only where TRL rolls out with vLLM (verl always colocates it: E516).
     @model_serializer(mode="wrap")
     def _only_what_its_engine_reads(self, handler):
-        return _without(handler(self), () if self.engine == "verl" else VERL_ONLY)
+        unread = () if self.engine == "verl" else VERL_ONLY
+        if not (self.engine == "trl" and self.rollout == "vllm"):
+            unread = (*unread, "vllm_mode")
+        return _without(handler(self), unread)
 
 
 Stage = Annotated[SFTStage | GRPOStage, Field(discriminator="kind")]
@@ -652,10 +660,6 @@ ENGINES: tuple[str, ...] = get_args(Engine)
 # GRPO fields only `engine verl` reads (their json_schema_extra says so).
 VERL_ONLY: tuple[str, ...] = tuple(name for name, info in GRPOStage.model_fields.items()
                                    if (info.json_schema_extra or {}).get("engine") == "verl")
-
-# EvalSpec fields that only shape the `general` benchmarks (E522 without any).
-GENERAL_ONLY: tuple[str, ...] = ("general_include", "general_limit")
-
 
 class EvalSpec(Node):
     # 0 < holdout < 1 is the eval checker's E508, so the field carries no range.
@@ -682,8 +686,9 @@ class EvalSpec(Node):
         "model; the report shows each change with a 95% interval", json_schema_extra=_surface(shown="none"))
     general_include: str | None = Field(
         None, description="a directory of local lm-eval task YAML (for `general`), relative to where "
-        "`craftc run` runs")
-    general_limit: int = Field(200, ge=1, description="examples per general benchmark")
+        "`craftc run` runs", json_schema_extra=_surface(needs="general"))
+    general_limit: int = Field(200, ge=1, description="examples per general benchmark",
+                               json_schema_extra=_surface(needs="general"))
     baseline_budget: Literal["tokens", "steps"] = Field(
         "tokens", description="the stuffed baseline's SFT gets the same training `tokens` as the "
         "stripped arm, or the same `steps` (same epochs, more compute)")
@@ -693,6 +698,12 @@ class EvalSpec(Node):
     @model_serializer(mode="wrap")
     def _general_settings_with_benchmarks_only(self, handler):
         return _without(handler(self), () if self.general else GENERAL_ONLY)
+
+
+# EvalSpec fields that only shape the `general` benchmarks (E522 without any; their
+# json_schema_extra says so).
+GENERAL_ONLY: tuple[str, ...] = tuple(name for name, info in EvalSpec.model_fields.items()
+                                      if (info.json_schema_extra or {}).get("needs") == "general")
 
 
 class Recipe(Node):

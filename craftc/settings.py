@@ -179,6 +179,11 @@ def _coerce_rollout(key: Key, s: Setting, sink: DiagnosticSink) -> Any:
         if mode.kind != "name" or mode.text not in mode_key.choices:
             _unknown_choice(mode_key, "vllm_mode", mode, sink)
             return _BAD
+        if engine.text != "vllm":
+            # Only a vLLM rollout has a mode: the setting would reach nothing.
+            sink.error("E523", f"`rollout {engine.text}` takes no vllm mode: only `rollout vllm` reads "
+                       f"`{mode.text}`", mode.span, f"write `rollout vllm, {mode.text}`, or `rollout {engine.text}`")
+            return _BAD
         result["vllm_mode"] = mode.text
     return result
 

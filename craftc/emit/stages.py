@@ -115,10 +115,11 @@ def trl_config(recipe: Recipe, stage: Stage) -> dict:
             beta=stage.beta,
             temperature=stage.temperature,
             use_vllm=stage.rollout == "vllm",
-            vllm_mode=stage.vllm_mode,
             reward_weights=reward_spec(recipe)["trainer_weights"],
             max_tool_calling_iterations=stage.max_turns,
         )
+        if stage.rollout == "vllm":     # TRL reads the mode only when it rolls out with vLLM
+            kwargs["vllm_mode"] = stage.vllm_mode
     # The stage's `trl { ... }` block last: keys craft does not set from a recipe setting
     # (checked against the installed TRL at compile time: E214, E215).
     kwargs.update(dict(stage.trl))

@@ -6,6 +6,10 @@ leaves them out, so no reviewer reads a limit for benchmarks that never run."""
 from craftc.ir import GENERAL_ONLY, EvalSpec
 
 
+def test_the_general_only_settings_are_the_ones_their_fields_mark():
+    assert GENERAL_ONLY == ("general_include", "general_limit")
+
+
 def test_without_a_benchmark_the_plan_leaves_out_its_settings():
     written = EvalSpec().model_dump(mode="json")
     assert written["general"] == [] and not set(GENERAL_ONLY) & set(written)

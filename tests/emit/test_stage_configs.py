@@ -49,6 +49,21 @@ def test_cluster_kwargs_are_all_real_trl_fields(recipe):
     assert trl_config(recipe, grpo)["use_vllm"] is True
 
 
+def test_the_vllm_mode_reaches_trl_and_the_plan_only_with_a_vllm_rollout(recipe):
+    """TRL reads `vllm_mode` only with `use_vllm`; anywhere else the mode would be a
+    setting nothing reads (and `rollout transformers, server` is E523)."""
+    served = stage_with(kind="grpo", gpus=8, rollout="vllm", vllm_mode="server")
+    local = stage_with(kind="grpo")
+    assert trl_config(recipe, served)["vllm_mode"] == "server"
+    assert "vllm_mode" not in trl_config(recipe, local) and trl_config(recipe, local)["use_vllm"] is False
+    assert served.model_dump()["vllm_mode"] == "server" and "vllm_mode" not in local.model_dump()
+    # verl always colocates vLLM (E516 otherwise): nothing reads the mode there either.
+    verl = stage_with(kind="grpo", engine="verl", gpus=8, rollout="vllm")
+    assert "vllm_mode" not in verl.model_dump()
+    # Read back, the absent mode is its default: what the runtime sees is unchanged.
+    assert type(local).model_validate(local.model_dump()) == local
+
+
 # (stage settings, what accelerate's loader must read from the emitted file:
 #  distributed type, processes, use_cpu, mixed precision)
 SETUPS = {

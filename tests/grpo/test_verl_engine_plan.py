@@ -42,11 +42,13 @@ def test_diff_between_the_trl_and_verl_cluster_profiles_shows_only_the_engine_an
     assert changed == {"plan.json", *(f"stages/grpo/{f}" for f in VERL_FILES)}
     assert removed == {"stages/grpo/trl_config.json", "stages/grpo/accelerate.yaml"}
     old, new = (json.loads((tmp_path / p / "plan.json").read_text())["recipe"] for p in ("cluster", "cluster_verl"))
-    grpo = [{k for k in a if a[k] != b[k]} for a, b in zip(old["stages"], new["stages"])]
+    grpo = [{k for k in set(a) & set(b) if a[k] != b[k]} for a, b in zip(old["stages"], new["stages"])]
     assert grpo == [set(), {"engine", "parallel"}]
     # The settings only verl reads come with the engine: under trl the plan carries none.
     added = [set(b) - set(a) for a, b in zip(old["stages"], new["stages"])]
     assert added == [set(), set(VERL_ONLY)] and not set(VERL_ONLY) & set(old["stages"][1])
+    # And TRL's vLLM mode goes: verl always colocates vLLM, and reads no mode.
+    assert [set(a) - set(b) for a, b in zip(old["stages"], new["stages"])] == [set(), {"vllm_mode"}]
     assert (new["stages"][1]["tensor_parallel"], new["stages"][1]["expert_parallel"]) != (1, 1)
     assert {k for k in old if old[k] != new[k] and k != "stages"} == {"profile"}
 
