@@ -496,8 +496,9 @@ CODES: dict[str, CodeInfo] = {
                "stage grpo { engine verl  batch 64  gpus 8  per_device_batch 2 }"),
     "E516": _c("setting or value of another training engine",
                "A stage sets something its training engine does not have: a verl-only setting "
-               "(`tensor_parallel`, `advantage`, `tool_format`, ...) on an `engine trl` stage, a `trl { }` "
-               "block, `rollout transformers`, `rollout vllm, server`, `parallel ddp`/`zero3` or `gpus 0` on "
+               "(`tensor_parallel`, `advantage`, `tool_format`, ...) on an `engine trl` stage, a TRL-only "
+               "setting (a `trl { }` or `lora { }` block, `measure`, `history`, `processes`), "
+               "`rollout transformers`, `rollout vllm, server`, `parallel ddp`/`zero3` or `gpus 0` on "
                "an `engine verl` stage, or `rollout sglang` / `parallel megatron` where TRL trains.",
                "Each engine lowers a stage to its own launcher; a setting the engine never reads would "
                "silently do nothing.",

@@ -25,7 +25,7 @@ __all__ = [
     "STAGE_MODELS", "EvalSpec", "Recipe", "Plan",
     "TeacherKind", "BuiltinJudgeKind", "JudgeKind", "JudgementKind", "JUDGEMENTS", "ToolKind", "GateName", "RewardComponent",
     "StageKind", "Arm", "InputMode", "MaskRole", "ExecutionReject", "OutputReject", "ModelSource",
-    "TrlValue", "Tracker", "TRACKERS", "Engine", "AdvantageEstimator", "ToolFormat", "ENGINES", "VERL_ONLY", "TEACHER_ONLY", "TEACHER_KINDS", "GENERAL_ONLY", "BUILTIN_JUDGES", "JUDGE_KINDS", "TOOL_KINDS", "GATE_ORDER",
+    "TrlValue", "Tracker", "TRACKERS", "Engine", "AdvantageEstimator", "ToolFormat", "ENGINES", "VERL_ONLY", "TRL_ONLY", "TEACHER_ONLY", "TEACHER_KINDS", "GENERAL_ONLY", "BUILTIN_JUDGES", "JUDGE_KINDS", "TOOL_KINDS", "GATE_ORDER",
     "REWARD_COMPONENTS", "STAGE_KINDS", "ARMS", "INPUT_MODES", "ARM_INPUT",
 ]
 
@@ -551,17 +551,17 @@ class StageBase(Node):
     gpus: int = Field(0, ge=0, le=1024, description="GPUs per node (0 = CPU)")
     nodes: int = Field(1, ge=1, le=4096, description="machines")
     processes: int = Field(1, ge=1, le=256, description="training processes per node on CPU "
-                           "(`gpus 0`); above 1 needs `parallel ddp`")
+                           "(`gpus 0`); above 1 needs `parallel ddp`", json_schema_extra=_surface(engine="trl"))
     mixed_precision: Literal["no", "bf16", "fp16"] = Field("no", description="mixed precision")
     lora: LoraAdapter | None = Field(
         None, description="train a LoRA adapter instead of every weight (`lora { r 16  alpha 32 }`); "
                           "the stage saves the adapter and the merged model later steps read",
-        json_schema_extra=_surface(type="block", shown="none"))
+        json_schema_extra=_surface(type="block", shown="none", engine="trl"))
     # Sorted by key, so the plan does not depend on the order they were written in.
     trl: tuple[tuple[str, TrlValue], ...] = Field(
         (), description="TRL config keys passed through as written (`trl { save_total_limit 3 }`); "
                         "checked against the installed TRL",
-        json_schema_extra=_surface(type="block", shown="none"))
+        json_schema_extra=_surface(type="block", shown="none", engine="trl"))
 
 
 class SFTStage(StageBase):
@@ -614,12 +614,13 @@ class GRPOStage(StageBase):
     vllm_mode: Literal["colocate", "server"] = Field("colocate", description="grpo: how vLLM runs "
                                                      "(`rollout vllm, MODE`; E523 with another rollout)")
     measure: int = Field(32, ge=0, le=100000, description="grpo: training rows measured before and "
-                         "after training, greedily and with `group` samples each (a seeded sample)")
+                         "after training, greedily and with `group` samples each (a seeded sample)",
+                         json_schema_extra=_surface(engine="trl"))
     # A conversation's later turns continue from what the policy itself wrote earlier
     # (what it meets at inference); `reference` conditions them on the reference turns.
     history: Literal["policy", "reference"] = Field(
         "policy", description="grpo: the history a conversation's later turns are generated on: the "
-        "policy's own earlier turns, or the reference turns")
+        "policy's own earlier turns, or the reference turns", json_schema_extra=_surface(engine="trl"))
     engine: Engine = Field("trl", description="grpo: training engine: `trl` (GRPOTrainer under accelerate) "
                            "or `verl` (verl's main_ppo on a Ray cluster; docs/training.md)")
     # verl only: Megatron model parallelism, the rollout replicas and verl's own choices.
@@ -644,11 +645,12 @@ class GRPOStage(StageBase):
                                    "response the model sees", json_schema_extra=_surface(engine="verl"))
 
     # As with a teacher's kind (Teacher._only_what_its_kind_reads): under `engine trl`
-    # plan.json carries no Megatron sizes or verl parser that nothing reads, and the vLLM
-    # mode only where TRL rolls out with vLLM (verl always colocates it: E516).
+    # plan.json carries no Megatron sizes or verl parser that nothing reads, under `engine
+    # verl` no TRL-only setting, and the vLLM mode only where TRL rolls out with vLLM
+    # (verl always colocates it: E516).
     @model_serializer(mode="wrap")
     def _only_what_its_engine_reads(self, handler):
-        unread = () if self.engine == "verl" else VERL_ONLY
+        unread = TRL_ONLY if self.engine == "verl" else VERL_ONLY
         if not (self.engine == "trl" and self.rollout == "vllm"):
             unread = (*unread, "vllm_mode")
         return _without(handler(self), unread)
@@ -657,9 +659,12 @@ class GRPOStage(StageBase):
 Stage = Annotated[SFTStage | GRPOStage, Field(discriminator="kind")]
 STAGE_MODELS: dict[str, type[StageBase]] = {"sft": SFTStage, "grpo": GRPOStage}
 ENGINES: tuple[str, ...] = get_args(Engine)
-# GRPO fields only `engine verl` reads (their json_schema_extra says so).
+# GRPO fields only `engine verl` reads, and those only `engine trl` reads (their
+# json_schema_extra says so; E516 under the other engine).
 VERL_ONLY: tuple[str, ...] = tuple(name for name, info in GRPOStage.model_fields.items()
                                    if (info.json_schema_extra or {}).get("engine") == "verl")
+TRL_ONLY: tuple[str, ...] = tuple(name for name, info in GRPOStage.model_fields.items()
+                                  if (info.json_schema_extra or {}).get("engine") == "trl")
 
 class EvalSpec(Node):
     # 0 < holdout < 1 is the eval checker's E508, so the field carries no range.

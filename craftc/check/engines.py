@@ -10,7 +10,7 @@ these checks say it at the recipe line, at compile time (E513, E514, E515).
 from __future__ import annotations
 
 from craftc.diagnostics import DiagnosticSink
-from craftc.ir import VERL_ONLY, GRPOStage, Stage
+from craftc.ir import TRL_ONLY, VERL_ONLY, GRPOStage, Stage
 from craftc.lower import setting_span
 from craftc.syntax import Block
 
@@ -65,6 +65,17 @@ def _check_trl(s: Stage, block: Block | None, sink) -> None:
                               f"add `engine verl`, or remove `{key}`")
 
 
+# What to write instead of a TRL-only setting under `engine verl`.
+_TRL_ONLY_FIX = {
+    "trl": "remove the `trl` block from this stage",
+    "lora": "remove the `lora` block: craft lowers a LoRA adapter for `engine trl` only (verl's own "
+            "`actor_rollout_ref.model.lora_rank` is not lowered), or use `engine trl`",
+    "measure": "remove `measure`: verl's main_ppo logs its own rollout rewards, and craft measures none",
+    "history": "remove `history`: verl's agent loop generates each later turn on the policy's own earlier ones",
+    "processes": "remove `processes`: verl runs one process per GPU (`gpus`)",
+}
+
+
 def _check_verl_values(s: GRPOStage, block: Block | None, sink) -> None:
     if s.rollout == "transformers":
         _other_engine(sink, s, block, "rollout", "`engine verl` rolls out with vLLM or SGLang, not transformers",
@@ -78,9 +89,10 @@ def _check_verl_values(s: GRPOStage, block: Block | None, sink) -> None:
     if s.gpus == 0:
         _other_engine(sink, s, block, "gpus", "`engine verl` trains on GPUs only, and `gpus` is 0",
                       "set `gpus` to the GPUs per node (e.g. `gpus 8`), or use `engine trl` on CPU")
-    if s.trl:
-        _other_engine(sink, s, block, "trl", "a `trl { }` block is read only by `engine trl`",
-                      "remove the `trl` block from this stage")
+    written = {st.key for st in block.settings} if block else set()
+    for key in TRL_ONLY:
+        if key in written or getattr(s, key) != GRPOStage.model_fields[key].default:
+            _other_engine(sink, s, block, key, f"`{key}` is read only by `engine trl`", _TRL_ONLY_FIX.get(key, f"remove `{key}`"))
     if s.parallel == "fsdp2":
         for key in ("tensor_parallel", "pipeline_parallel", "context_parallel", "expert_parallel"):
             if getattr(s, key) > 1:

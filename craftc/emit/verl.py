@@ -46,6 +46,16 @@ def _strategy(stage: GRPOStage) -> list[str]:
             "actor_rollout_ref.ref.strategy=fsdp2"]
 
 
+# `mixed_precision` as the torch dtype verl's actor and reference engines compute in
+# (`no` trains in fp32, as under TRL). The rollout engine keeps verl's own dtype.
+_DTYPE = {"no": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def _dtype(stage: GRPOStage) -> list[str]:
+    engine = "megatron" if stage.parallel == "megatron" else "fsdp_config"
+    return [f"actor_rollout_ref.{role}.{engine}.dtype={_DTYPE[stage.mixed_precision]}" for role in ("actor", "ref")]
+
+
 def _reward(recipe: Recipe, stage: GRPOStage) -> list[str]:
     spec = reward_spec(recipe)
     kwargs = "+reward.custom_reward_function.reward_kwargs"
@@ -72,6 +82,7 @@ def verl_overrides(recipe: Recipe, stage: GRPOStage) -> list[str]:
         f"algorithm.adv_estimator={stage.advantage}",
         "algorithm.use_kl_in_reward=false",
         *_strategy(stage),
+        *_dtype(stage),
         f"data.train_batch_size={prompts}",
         f"data.max_prompt_length={stage.max_length}",
         # verl's response budget covers the whole trajectory, tool responses included.

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from craftc.ir import VERL_ONLY
+from craftc.ir import TRL_ONLY, VERL_ONLY
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "recipes/ads_analytics.craft"
 SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 1 }"
-VERL_GRPO = SMOKE_GRPO[:-1] + " engine verl  rollout vllm  parallel fsdp2  gpus 1 }"
+# `measure` is TRL's (E516 under verl): the verl stage is the smoke stage without it.
+VERL_GRPO = SMOKE_GRPO.replace("  measure 1 }", "  engine verl  rollout vllm  parallel fsdp2  gpus 1 }")
 VERL_FILES = {"launch.sh", "verl_overrides.txt", "tool_config.yaml", "agent_loop.yaml", "reward.py", "rl_data.json"}
 
 
@@ -47,10 +48,34 @@ def test_diff_between_the_trl_and_verl_cluster_profiles_shows_only_the_engine_an
     # The settings only verl reads come with the engine: under trl the plan carries none.
     added = [set(b) - set(a) for a, b in zip(old["stages"], new["stages"])]
     assert added == [set(), set(VERL_ONLY)] and not set(VERL_ONLY) & set(old["stages"][1])
-    # And TRL's vLLM mode goes: verl always colocates vLLM, and reads no mode.
-    assert [set(a) - set(b) for a, b in zip(old["stages"], new["stages"])] == [set(), {"vllm_mode"}]
+    # And the TRL-only settings go, with TRL's vLLM mode: verl always colocates vLLM.
+    assert [set(a) - set(b) for a, b in zip(old["stages"], new["stages"])] == [set(), {"vllm_mode", *TRL_ONLY}]
     assert (new["stages"][1]["tensor_parallel"], new["stages"][1]["expert_parallel"]) != (1, 1)
     assert {k for k in old if old[k] != new[k] and k != "stages"} == {"profile"}
+
+
+@pytest.mark.parametrize("setting", ["measure 8", "history reference", "lora { r 8 }", "trl { save_total_limit 3 }"])
+def test_a_trl_only_setting_on_a_verl_stage_is_e516_at_its_line(tmp_path, setting):
+    """What only TRL's GRPO reads would be silently dropped under `engine verl`: refused instead."""
+    text = RECIPE.read_text()
+    grpo = next(x for x in text.splitlines() if "stage grpo { engine verl" in x)
+    recipe = tmp_path / "recipes/ads.craft"
+    recipe.parent.mkdir()
+    for part in ("schema_specs", "examples"):
+        (tmp_path / part).symlink_to(ROOT / part, target_is_directory=True)
+    recipe.write_text(text.replace(grpo, grpo.replace("lr 1e-6 }", f"lr 1e-6  {setting} }}")))
+    done = craftc("compile", recipe, "-o", tmp_path / "plan", "--profile", "cluster_verl")
+    key = setting.split()[0]
+    line = next(n for n, x in enumerate(recipe.read_text().splitlines(), 1) if "stage grpo { engine verl" in x)
+    assert done.returncode == 1
+    assert "E516" in done.stderr and f"`{key}` is read only by `engine trl`" in done.stderr, done.stderr
+    assert f"ads.craft:{line}:" in done.stderr
+
+
+def test_a_verl_stage_lowers_mixed_precision_to_the_dtype_its_engines_compute_in(tmp_path):
+    assert craftc("compile", RECIPE, "-o", tmp_path / "plan", "--profile", "cluster_verl").returncode == 0
+    overrides = (tmp_path / "plan/stages/grpo/verl_overrides.txt").read_text().splitlines()
+    assert {"actor_rollout_ref.actor.megatron.dtype=bfloat16", "actor_rollout_ref.ref.megatron.dtype=bfloat16"} <= set(overrides)
 
 
 def test_the_gpu_check_script_parses_and_its_dry_run_prints_the_commands():

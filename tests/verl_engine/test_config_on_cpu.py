@@ -55,6 +55,8 @@ def test_compiled_overrides_compose_and_pass_validate_config(verl_plan):
     assert cfg.actor_rollout_ref.actor.strategy == "megatron"
     assert cfg.actor_rollout_ref.actor.megatron.tensor_model_parallel_size == 4
     assert cfg.actor_rollout_ref.actor.megatron.expert_model_parallel_size == 4
+    # `mixed_precision bf16`: the dtype the actor and the reference compute in.
+    assert cfg.actor_rollout_ref.actor.megatron.dtype == cfg.actor_rollout_ref.ref.megatron.dtype == "bfloat16"
     assert cfg.data.train_batch_size * cfg.actor_rollout_ref.rollout.n == 64          # batch 64, group 8
     assert cfg.actor_rollout_ref.rollout.multi_turn.format == "craft"
     assert cfg.actor_rollout_ref.rollout.agent.default_agent_loop == "craft_tool_agent"
@@ -82,6 +84,22 @@ def test_gdpo_names_the_four_components_with_the_recipes_weights(tmp_path):
     assert cfg.algorithm.adv_estimator == "gdpo"
     assert list(cfg.algorithm.gdpo_reward_keys) == ["outcome", "process", "consistency", "judge"]
     assert list(cfg.algorithm.gdpo_reward_weights) == [0.5, 0.2, 0.2, 0.1]
+
+
+def test_fsdp_without_mixed_precision_computes_in_float32(tmp_path):
+    recipe = tmp_path / "recipes/ads.craft"
+    recipe.parent.mkdir()
+    for part in ("schema_specs", "examples"):
+        (tmp_path / part).symlink_to(RECIPE.parents[1] / part, target_is_directory=True)
+    text = RECIPE.read_text()
+    grpo = next(x for x in text.splitlines() if "stage grpo { engine verl" in x)
+    edited = (grpo.replace("parallel megatron  tensor_parallel 4  expert_parallel 4", "parallel fsdp2")
+              .replace("  mixed_precision bf16", ""))
+    recipe.write_text(text.replace(grpo, edited))
+    assert compile_plan(tmp_path / "plan", recipe=recipe).returncode == 0
+    cfg = compose(launch_overrides(tmp_path / "plan"))
+    assert cfg.actor_rollout_ref.actor.strategy == "fsdp2"
+    assert cfg.actor_rollout_ref.actor.fsdp_config.dtype == cfg.actor_rollout_ref.ref.fsdp_config.dtype == "float32"
 
 
 def test_a_misconfigured_stage_is_refused_by_craft_at_its_line_and_by_verl_only_at_launch(tmp_path, verl_plan):
