@@ -666,6 +666,7 @@ VERL_ONLY: tuple[str, ...] = tuple(name for name, info in GRPOStage.model_fields
 TRL_ONLY: tuple[str, ...] = tuple(name for name, info in GRPOStage.model_fields.items()
                                   if (info.json_schema_extra or {}).get("engine") == "trl")
 
+
 class EvalSpec(Node):
     # 0 < holdout < 1 is the eval checker's E508, so the field carries no range.
     holdout: float = Field(0.2, description="share of instances held out per workflow (0 < x < 1)",

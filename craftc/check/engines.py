@@ -92,7 +92,8 @@ def _check_verl_values(s: GRPOStage, block: Block | None, sink) -> None:
     written = {st.key for st in block.settings} if block else set()
     for key in TRL_ONLY:
         if key in written or getattr(s, key) != GRPOStage.model_fields[key].default:
-            _other_engine(sink, s, block, key, f"`{key}` is read only by `engine trl`", _TRL_ONLY_FIX.get(key, f"remove `{key}`"))
+            _other_engine(sink, s, block, key, f"`{key}` is read only by `engine trl`",
+                          _TRL_ONLY_FIX.get(key, f"remove `{key}`"))
     if s.parallel == "fsdp2":
         for key in ("tensor_parallel", "pipeline_parallel", "context_parallel", "expert_parallel"):
             if getattr(s, key) > 1:
