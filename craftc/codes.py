@@ -549,6 +549,12 @@ CODES: dict[str, CodeInfo] = {
                "mode, and a reviewer of the plan would believe vLLM ran.",
                "stage grpo { rollout transformers, server }",
                "stage grpo { rollout vllm, server }"),
+    "E524": _c("half precision on CPU",
+               "A stage sets `mixed_precision bf16` or `fp16` and trains on CPU (`gpus 0`).",
+               "craft trains CPU stages in float32 (their accelerate.yaml and TRL config say `no`); the "
+               "setting would do nothing, and a reviewer of the plan would believe half precision ran.",
+               "stage sft { gpus 0  mixed_precision bf16 }",
+               "stage sft { gpus 8  mixed_precision bf16 }"),
     # ------------------------------------------------------------ importing schemas (craftc import)
     "E901": _c("import source does not exist",
                "The database, SQL file or dbt project named for `craftc import` is not there.",

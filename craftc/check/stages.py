@@ -30,6 +30,7 @@ def check_stages(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None
         block = blocks.get(s.name)
         _check_from(s, block, stages, sink)
         _check_processes(s, block, sink)
+        _check_precision(s, block, sink)
         _check_batch(s, block, sink)
         _check_mask(s, block, sink)
         check_engine(s, block, sink)
@@ -87,6 +88,16 @@ def _check_processes(s: Stage, block: Block | None, sink) -> None:
         sink.error("E512", f"stage `{s.name}`: `processes {s.processes}` needs `gpus 0` and "
                    f"`parallel ddp`, not {where}",
                    setting_span(block, "processes") or (block.name_span if block else None), fix)
+
+
+def _check_precision(s: Stage, block: Block | None, sink) -> None:
+    # A CPU stage's accelerate.yaml and TRL config compute in float32 (craftc.emit.stages):
+    # half precision asked for there would be dropped without a word.
+    if s.gpus == 0 and s.mixed_precision != "no":
+        sink.error("E524", f"stage `{s.name}`: `mixed_precision {s.mixed_precision}` needs GPUs, and `gpus` "
+                   "is 0: CPU stages train in float32",
+                   setting_span(block, "mixed_precision") or (block.name_span if block else None),
+                   "remove `mixed_precision` to train on CPU, or set `gpus` to the GPUs per node")
 
 
 def _per_node(s: Stage) -> tuple[int, str]:
