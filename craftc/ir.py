@@ -25,7 +25,7 @@ __all__ = [
     "STAGE_MODELS", "EvalSpec", "Recipe", "Plan",
     "TeacherKind", "BuiltinJudgeKind", "JudgeKind", "JudgementKind", "JUDGEMENTS", "ToolKind", "GateName", "RewardComponent",
     "StageKind", "Arm", "InputMode", "MaskRole", "ExecutionReject", "OutputReject", "ModelSource",
-    "TrlValue", "Tracker", "TRACKERS", "Engine", "AdvantageEstimator", "ToolFormat", "ENGINES", "VERL_ONLY", "TRL_ONLY", "TEACHER_ONLY", "TEACHER_KINDS", "GENERAL_ONLY", "BUILTIN_JUDGES", "JUDGE_KINDS", "TOOL_KINDS", "GATE_ORDER",
+    "TrlValue", "Tracker", "TRACKERS", "Engine", "AdvantageEstimator", "ToolFormat", "ENGINES", "VERL_ONLY", "TRL_ONLY", "GRPO_VERL_ONLY", "TEACHER_ONLY", "TEACHER_KINDS", "GENERAL_ONLY", "BUILTIN_JUDGES", "JUDGE_KINDS", "TOOL_KINDS", "GATE_ORDER",
     "REWARD_COMPONENTS", "STAGE_KINDS", "ARMS", "INPUT_MODES", "ARM_INPUT",
 ]
 
@@ -650,7 +650,7 @@ class GRPOStage(StageBase):
     # (verl always colocates it: E516).
     @model_serializer(mode="wrap")
     def _only_what_its_engine_reads(self, handler):
-        unread = TRL_ONLY if self.engine == "verl" else VERL_ONLY
+        unread = TRL_ONLY if self.engine == "verl" else (*VERL_ONLY, *GRPO_VERL_ONLY)
         if not (self.engine == "trl" and self.rollout == "vllm"):
             unread = (*unread, "vllm_mode")
         return _without(handler(self), unread)
@@ -665,6 +665,9 @@ VERL_ONLY: tuple[str, ...] = tuple(name for name, info in GRPOStage.model_fields
                                    if (info.json_schema_extra or {}).get("engine") == "verl")
 TRL_ONLY: tuple[str, ...] = tuple(name for name, info in GRPOStage.model_fields.items()
                                   if (info.json_schema_extra or {}).get("engine") == "trl")
+# Settings every stage has that a grpo stage reads only under `engine verl`: `max_length`
+# is verl's prompt length, and TRL 1.16's GRPOConfig has no prompt length to cut to.
+GRPO_VERL_ONLY: tuple[str, ...] = ("max_length",)
 
 
 class EvalSpec(Node):

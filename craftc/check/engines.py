@@ -10,7 +10,7 @@ these checks say it at the recipe line, at compile time (E513, E514, E515).
 from __future__ import annotations
 
 from craftc.diagnostics import DiagnosticSink
-from craftc.ir import TRL_ONLY, VERL_ONLY, GRPOStage, Stage
+from craftc.ir import GRPO_VERL_ONLY, TRL_ONLY, VERL_ONLY, GRPOStage, Stage
 from craftc.lower import setting_span
 from craftc.syntax import Block
 
@@ -59,11 +59,14 @@ def _check_trl(s: Stage, block: Block | None, sink) -> None:
             _other_engine(sink, s, block, "rollout", "`rollout sglang` needs `engine verl`",
                           "use `rollout vllm` or `transformers`, or add `engine verl`")
         written = {st.key for st in block.settings} if block else set()
-        for key in VERL_ONLY:
+        for key in (*VERL_ONLY, *GRPO_VERL_ONLY):
             if key in written:
-                _other_engine(sink, s, block, key, f"`{key}` is read only by `engine verl`",
-                              f"add `engine verl`, or remove `{key}`")
+                fix = (_GRPO_MAX_LENGTH_FIX if key == "max_length" else f"add `engine verl`, or remove `{key}`")
+                _other_engine(sink, s, block, key, f"`{key}` is read only by `engine verl`", fix)
 
+
+_GRPO_MAX_LENGTH_FIX = ("remove `max_length`: TRL's GRPO cuts no prompt (the sft stage's `max_length` cuts its "
+                        "examples), or add `engine verl`, where it is the prompt length")
 
 # What to write instead of a TRL-only setting under `engine verl`.
 _TRL_ONLY_FIX = {

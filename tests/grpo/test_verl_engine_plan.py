@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from craftc.ir import TRL_ONLY, VERL_ONLY
+from craftc.ir import GRPO_VERL_ONLY, TRL_ONLY, VERL_ONLY
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "recipes/ads_analytics.craft"
@@ -47,7 +47,7 @@ def test_diff_between_the_trl_and_verl_cluster_profiles_shows_only_the_engine_an
     assert grpo == [set(), {"engine", "parallel"}]
     # The settings only verl reads come with the engine: under trl the plan carries none.
     added = [set(b) - set(a) for a, b in zip(old["stages"], new["stages"])]
-    assert added == [set(), set(VERL_ONLY)] and not set(VERL_ONLY) & set(old["stages"][1])
+    assert added == [set(), {*VERL_ONLY, *GRPO_VERL_ONLY}] and not set(VERL_ONLY) & set(old["stages"][1])
     # And the TRL-only settings go, with TRL's vLLM mode: verl always colocates vLLM.
     assert [set(a) - set(b) for a, b in zip(old["stages"], new["stages"])] == [set(), {"vllm_mode", *TRL_ONLY}]
     assert (new["stages"][1]["tensor_parallel"], new["stages"][1]["expert_parallel"]) != (1, 1)
@@ -70,6 +70,22 @@ def test_a_trl_only_setting_on_a_verl_stage_is_e516_at_its_line(tmp_path, settin
     assert done.returncode == 1
     assert "E516" in done.stderr and f"`{key}` is read only by `engine trl`" in done.stderr, done.stderr
     assert f"ads.craft:{line}:" in done.stderr
+
+
+def test_max_length_on_a_trl_grpo_stage_is_e516_and_not_in_the_plan(tmp_path):
+    """TRL 1.16's GRPO has no prompt length; only verl reads a grpo stage's `max_length`."""
+    text = RECIPE.read_text()
+    recipe = tmp_path / "recipes/ads.craft"
+    recipe.parent.mkdir()
+    for part in ("schema_specs", "examples"):
+        (tmp_path / part).symlink_to(ROOT / part, target_is_directory=True)
+    recipe.write_text(text.replace(SMOKE_GRPO, SMOKE_GRPO.replace("measure 1 }", "measure 1  max_length 4096 }")))
+    done = craftc("compile", recipe, "-o", tmp_path / "plan", "--profile", "smoke")
+    assert done.returncode == 1
+    assert "E516" in done.stderr and "TRL's GRPO cuts no prompt" in done.stderr, done.stderr
+    assert craftc("compile", RECIPE, "-o", tmp_path / "ok", "--profile", "smoke").returncode == 0
+    stages = json.loads((tmp_path / "ok/plan.json").read_text())["recipe"]["stages"]
+    assert "max_length" in stages[0] and "max_length" not in stages[1]
 
 
 def test_a_verl_stage_lowers_mixed_precision_to_the_dtype_its_engines_compute_in(tmp_path):
