@@ -555,6 +555,13 @@ CODES: dict[str, CodeInfo] = {
                "setting would do nothing, and a reviewer of the plan would believe half precision ran.",
                "stage sft { gpus 0  mixed_precision bf16 }",
                "stage sft { gpus 8  mixed_precision bf16 }"),
+    "E525": _c("weight or threshold without a weighted vote",
+               "A judge sets `weight`, or the judge gate sets `threshold`, and the gate's vote is `unanimous` "
+               "or `majority`.",
+               "Only `vote weighted` reads weights and the threshold; under another vote the setting would "
+               "do nothing, and a reviewer of the plan would believe it shaped the gate.",
+               "judge plan_code { weight 2 }\ngate judge { vote majority }",
+               "judge plan_code { weight 2 }\ngate judge { vote weighted  threshold 0.6 }"),
     # ------------------------------------------------------------ importing schemas (craftc import)
     "E901": _c("import source does not exist",
                "The database, SQL file or dbt project named for `craftc import` is not there.",

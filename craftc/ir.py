@@ -383,6 +383,8 @@ class Judge(Node):
     name: str
     kind: JudgeKind = Field(description="judge kind (defaults to the judge's name when that is a kind)",
                             json_schema_extra=_surface(shown="the name"))
+    # Read only under `vote weighted` (E525 otherwise); Recipe's serializer leaves it out of
+    # plan.json under another vote, which a judge's own serializer cannot see.
     weight: float = Field(1.0, ge=0, description="weight in a `vote weighted` ensemble")
     judgement: JudgementKind = Field(
         "business", description="llm judges: which judgement its prompt asks for: the PLAN against the "
@@ -436,6 +438,12 @@ class JudgeGate(Node):
                              "to pass", json_schema_extra=_surface(type="fraction"))
     cache: str = Field("judge_cache", description="llm judges: directory of the verdict cache, relative to "
                        "the run dir (or absolute); a rerun asks the model only about what is not cached")
+
+    # Only a weighted vote reads the threshold (E525 when a recipe sets it under another):
+    # plan.json leaves it out rather than show a share nothing compares against.
+    @model_serializer(mode="wrap")
+    def _threshold_with_a_weighted_vote_only(self, handler):
+        return _without(handler(self), () if self.vote == "weighted" else ("threshold",))
 
 
 class Gates(Node):
@@ -773,6 +781,13 @@ class Recipe(Node):
     eval: EvalSpec = EvalSpec()
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    @model_serializer(mode="wrap")
+    def _judge_weights_with_a_weighted_vote_only(self, handler):
+        data = handler(self)
+        if self.gates.judge.vote != "weighted" and "judges" in data:
+            data["judges"] = [_without(judge, ("weight",)) for judge in data["judges"]]
+        return data
 
 
 class Plan(Node):

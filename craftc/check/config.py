@@ -104,6 +104,18 @@ def _check_gates(decl: RecipeDecl, recipe: Recipe, judges: dict, sink: Diagnosti
                        setting_span(judge_block, "vote"),
                        f"give judges weights, e.g. `judge {(recipe.gates.judge.judges or BUILTIN_JUDGES)[0]} {{ weight 2 }}`, "
                        "or use `vote majority`")
+    else:
+        # A judge's weight and the gate's threshold are read only by a weighted vote.
+        vote = recipe.gates.judge.vote
+        for b in _blocks(decl, "judge"):
+            span = setting_span(b, "weight")
+            if span is not None:
+                sink.error("E525", f"judge `{b.name}`: `weight` is read only by `vote weighted`, and the vote "
+                           f"is `{vote}`", span, "write `vote weighted` in the judge gate, or remove `weight`")
+        span = setting_span(judge_block, "threshold") if judge_block else None
+        if span is not None:
+            sink.error("E525", f"gate judge: `threshold` is read only by `vote weighted`, and the vote is `{vote}`",
+                       span, "write `vote weighted`, or remove `threshold`")
 
 
 _AGGREGATES = BLOCK_KEYS["reward"]["aggregate"].choices

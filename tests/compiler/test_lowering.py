@@ -66,8 +66,8 @@ def test_blocks_resolve_settings_with_units_and_env():
     r = load().recipe
     assert (r.seed, r.teacher.kind, r.teacher.candidates, r.teacher.noise) == (7, "synthetic", 4, 0.5)
     judge = r.judges[0]
-    assert (judge.kind, judge.weight, judge.backend.kind, judge.backend.base_url_env) == \
-        ("llm", 2.0, "openai", "JUDGE_URL")
+    assert (judge.kind, judge.rubric, judge.backend.kind, judge.backend.base_url_env) == \
+        ("llm", "joins follow declared links", "openai", "JUDGE_URL")
     assert r.gates.execution.timeout_s == 10.0
     assert r.gates.output.reject == ("empty", "incomplete")
     assert r.reward.aggregate == "sum" and r.reward.penalties == (("select_star", 0.1),)
