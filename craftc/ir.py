@@ -255,7 +255,8 @@ def _surface(key: str | None = None, type: str | None = None, shown: str | None 
     when the Python type does not say it (``duration``, ``fraction``, ``env``,
     ``string_or_env``, ``model_ref``, ``rollout``, ``reject``, ``block``, ``name``) and
     ``shown`` the default as the docs state it when the field has none of its own.
-    ``engine`` marks a grpo setting only that training engine reads (E516 elsewhere), and
+    ``engine`` marks a stage setting only that training engine reads (E516 under the other;
+    sft stages always train with TRL), and
     ``teachers`` a teacher setting only those teacher kinds read (E412 elsewhere), and
     ``needs`` a setting read only when its block sets that other setting (E522 for eval's
     general-skill settings without ``general``).

@@ -60,16 +60,21 @@ def _check_trl(s: Stage, block: Block | None, sink) -> None:
                           "use `rollout vllm` or `transformers`, or add `engine verl`")
         written = {st.key for st in block.settings} if block else set()
         for key in (*VERL_ONLY, *GRPO_VERL_ONLY):
-            if key in written:
-                fix = (_GRPO_MAX_LENGTH_FIX if key == "max_length" else f"add `engine verl`, or remove `{key}`")
-                _other_engine(sink, s, block, key, f"`{key}` is read only by `engine verl`", fix)
+            if _is_set(s, key, written):
+                _other_engine(sink, s, block, key, f"`{key}` is read only by `engine verl`",
+                              _ENGINE_ONLY_FIX.get(key, f"add `engine verl`, or remove `{key}`"))
 
 
-_GRPO_MAX_LENGTH_FIX = ("remove `max_length`: TRL's GRPO cuts no prompt (the sft stage's `max_length` cuts its "
-                        "examples), or add `engine verl`, where it is the prompt length")
+def _is_set(s: GRPOStage, key: str, written: set[str]) -> bool:
+    """Written in the stage's block, or away from its default (set where a profile's block cannot show it)."""
+    return key in written or getattr(s, key) != GRPOStage.model_fields[key].default
 
-# What to write instead of a TRL-only setting under `engine verl`.
-_TRL_ONLY_FIX = {
+
+# What to write instead of a setting the stage's engine does not read, where the general
+# "remove it" needs a reason (verl-only settings under trl, TRL-only ones under verl).
+_ENGINE_ONLY_FIX = {
+    "max_length": "remove `max_length`: TRL's GRPO cuts no prompt (the sft stage's `max_length` cuts its "
+                  "examples), or add `engine verl`, where it is the prompt length",
     "trl": "remove the `trl` block from this stage",
     "lora": "remove the `lora` block: craft lowers a LoRA adapter for `engine trl` only (verl's own "
             "`actor_rollout_ref.model.lora_rank` is not lowered), or use `engine trl`",
@@ -94,9 +99,9 @@ def _check_verl_values(s: GRPOStage, block: Block | None, sink) -> None:
                       "set `gpus` to the GPUs per node (e.g. `gpus 8`), or use `engine trl` on CPU")
     written = {st.key for st in block.settings} if block else set()
     for key in TRL_ONLY:
-        if key in written or getattr(s, key) != GRPOStage.model_fields[key].default:
+        if _is_set(s, key, written):
             _other_engine(sink, s, block, key, f"`{key}` is read only by `engine trl`",
-                          _TRL_ONLY_FIX.get(key, f"remove `{key}`"))
+                          _ENGINE_ONLY_FIX.get(key, f"remove `{key}`"))
     if s.parallel == "fsdp2":
         for key in ("tensor_parallel", "pipeline_parallel", "context_parallel", "expert_parallel"):
             if getattr(s, key) > 1:
