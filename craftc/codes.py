@@ -562,6 +562,14 @@ CODES: dict[str, CodeInfo] = {
                "do nothing, and a reviewer of the plan would believe it shaped the gate.",
                "judge plan_code { weight 2 }\ngate judge { vote majority }",
                "judge plan_code { weight 2 }\ngate judge { vote weighted  threshold 0.6 }"),
+    "E526": _c("agreement share without an agreement vote",
+               "The output gate sets `agree`, and no instance turn is voted on by agreement: every turn "
+               "has a visible reference solution, or the gate does not reject `mismatch`.",
+               "Candidates vote with their results only where no reference is visible and `mismatch` is "
+               "rejected; otherwise nothing reads the share, and a reviewer of the plan would believe it "
+               "shaped the gate.",
+               "gate output { reject empty, mismatch  agree 50% }   # every workflow has a solution",
+               "profile hidden {\n  references hidden\n  gate output { agree 50% }\n}"),
     # ------------------------------------------------------------ importing schemas (craftc import)
     "E901": _c("import source does not exist",
                "The database, SQL file or dbt project named for `craftc import` is not there.",

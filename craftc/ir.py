@@ -423,7 +423,8 @@ class OutputGate(Node):
     reject: tuple[OutputReject, ...] = Field(get_args(OutputReject),
                                              description="output problems rejected")
     # Only where no reference is visible: candidates of one instance turn are grouped by
-    # result and only a cluster holding this share of the voters is accepted.
+    # result and only a cluster holding this share of the voters is accepted. Read only when
+    # the recipe's `reads_agreement` (E526 otherwise, and out of plan.json).
     agree: float = Field(0.6, ge=0, le=1, description="without a visible reference: share of an "
                          "instance turn's candidates (those that ran and passed every check) whose "
                          "results must agree for that result to be accepted", json_schema_extra=_surface(type="fraction"))
@@ -783,11 +784,25 @@ class Recipe(Node):
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
+    @property
+    def reads_agreement(self) -> bool:
+        """Whether the gate votes by agreement, and so reads the output gate's `agree`: only
+        for an instance turn without a visible reference (`references hidden`, or a turn
+        without a `solution`), and only when the output gate rejects `mismatch`."""
+        unseen = self.references == "hidden" or any(turn.solution is None for workflow in self.workflows
+                                                   for turn in workflow.turns)
+        return unseen and "mismatch" in self.gates.output.reject
+
     @model_serializer(mode="wrap")
-    def _judge_weights_with_a_weighted_vote_only(self, handler):
+    def _settings_something_reads(self, handler):
+        # A judge's weight is read only by a weighted vote (E525), the output gate's `agree`
+        # only by an agreement vote (E526); plan.json leaves out what nothing reads.
         data = handler(self)
         if self.gates.judge.vote != "weighted" and "judges" in data:
             data["judges"] = [_without(judge, ("weight",)) for judge in data["judges"]]
+        if not self.reads_agreement and "gates" in data:
+            output = data["gates"]["output"]
+            data["gates"] = {**data["gates"], "output": _without(output, ("agree",))}
         return data
 
 

@@ -116,6 +116,24 @@ def _check_gates(decl: RecipeDecl, recipe: Recipe, judges: dict, sink: Diagnosti
         if span is not None:
             sink.error("E525", f"gate judge: `threshold` is read only by `vote weighted`, and the vote is `{vote}`",
                        span, "write `vote weighted`, or remove `threshold`")
+    _check_agreement(decl, recipe, sink)
+
+
+def _check_agreement(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None:
+    """The output gate's `agree` is read only by the agreement vote (`Recipe.reads_agreement`)."""
+    if recipe.reads_agreement:
+        return
+    for block in (b for b in _blocks(decl, "gate") if b.name == "output"):
+        span = setting_span(block, "agree")
+        if span is None:
+            continue
+        if "mismatch" not in recipe.gates.output.reject:
+            sink.error("E526", "gate output: `agree` is read only when the gate rejects `mismatch`, and its "
+                       "`reject` leaves it out", span, "add `mismatch` to the output gate's `reject`, or remove `agree`")
+        else:
+            sink.error("E526", "gate output: `agree` is read only where no reference is visible, and every turn "
+                       "has a reference solution", span,
+                       "remove `agree`, or write it beside `references hidden` (in the profile that sets it)")
 
 
 _AGGREGATES = BLOCK_KEYS["reward"]["aggregate"].choices

@@ -23,6 +23,10 @@ def hidden_run(tmp_path_factory):
     text = (ROOT / "recipes/ads_analytics.craft").read_text()
     text, n = re.subn(r"^  seed 7$", "  seed 7\n  references hidden", text, flags=re.M)
     assert n == 1
+    # The agreement share the recipe's references_hidden profile sets.
+    text, n = re.subn(r"^  gate output    \{ reject empty, incomplete, mismatch \}$",
+                      "  gate output    { reject empty, incomplete, mismatch  agree 50% }", text, flags=re.M)
+    assert n == 1
     recipe = work / "recipes/ads_analytics.craft"
     recipe.write_text(text)
     plan, run_dir = work / "plan", work / "run"
