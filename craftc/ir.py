@@ -606,6 +606,15 @@ class SFTStage(StageBase):
         "think", exclude_if=_omitted_at("think"),
         description="sft: where a renamed first turn ends: `think`, after its reasoning block; `code`, after "
         "the first question's last code block (plan and code renamed too; no tool output after it)")
+    # Trained from scratch on two or three phrasings per workflow, a model learns each
+    # phrasing whole and recalls a training question for words it never saw; the same
+    # question in many shapes leaves the words that carry it (docs/training.md).
+    question_dropout: float = Field(
+        0.0, ge=0, le=0.9, exclude_if=_omitted_at(0.0),
+        description="sft: share of a training question's words (not its parameter values) left out, drawn "
+        "anew in every pass of the warm-up and the whole conversations, for two thirds of the questions; "
+        "the reasoning block restates the rewritten question (runtime.train.question_dropout); 0: none",
+        json_schema_extra=_surface(type="fraction"))
 
 
 class GRPOStage(StageBase):

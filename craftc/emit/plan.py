@@ -107,7 +107,7 @@ def render_plan_files(recipe: Recipe, solution_sources: Mapping[str, str]) -> di
         files[f"{base}/launch.sh"] = _text(launch_script(recipe, stage))
         if stage.lora is not None:
             files[f"{base}/peft_config.json"] = _text(peft_config_json(recipe, stage))
-        if stage.kind == "sft" and stage.prefix_epochs:
+        if stage.kind == "sft" and (stage.prefix_epochs or stage.question_dropout):
             files[f"{base}/curriculum.json"] = _text(curriculum_json(recipe, stage))
     artifacts = {path: hashlib.sha256(data).hexdigest() for path, data in sorted(files.items())}
     plan = Plan(craftc_version=__version__, recipe=recipe, artifacts=artifacts)

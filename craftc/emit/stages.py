@@ -151,12 +151,14 @@ def launch_script(recipe: Recipe, stage: Stage) -> str:
 
 
 def curriculum_json(recipe: Recipe, stage: Stage) -> str:
-    """``curriculum.json`` text of an sft stage with ``prefix_epochs``: the warm-up the trainer
-    runs before the whole conversations, the tag each assistant turn is cut after, the
-    history each warm-up example holds, and how many renamed copies of each first turn follow
-    and where they are cut."""
+    """``curriculum.json`` text of an sft stage with ``prefix_epochs`` or ``question_dropout``:
+    the warm-up the trainer runs before the whole conversations, the tag each assistant turn
+    is cut after, the history each warm-up example holds, how many renamed copies of each
+    first turn follow and where they are cut, and the share of question words left out."""
     spec = {"prefix_epochs": float(stage.prefix_epochs), "cut_after": f"</{recipe.format.think}>",
             "history": stage.prefix_history}
+    if stage.question_dropout:   # absent at 0, so plans written before the setting keep their bytes
+        spec["question_dropout"] = float(stage.question_dropout)
     if stage.prefix_renames:   # absent at 0, so plans written before the setting keep their bytes
         spec["renames"] = stage.prefix_renames
     if stage.prefix_renames_through == "code":   # absent at `think`, for the same reason

@@ -1,4 +1,5 @@
-"""The SFT warm-up a stage's `prefix_epochs` asks for (the plan's `stages/<stage>/curriculum.json`).
+"""The SFT warm-up a stage's `prefix_epochs` asks for (the plan's `stages/<stage>/curriculum.json`,
+which also holds the stage's `question_dropout`: runtime.train.question_dropout).
 
 Before the whole conversations, the trainer makes `prefix_epochs` passes over every
 assistant turn cut after its reasoning block: the conversation up to that turn, then the
@@ -33,6 +34,7 @@ CURRICULUM_FILE = "curriculum.json"
 HISTORIES = get_args(SFTStage.model_fields["prefix_history"].annotation)
 # What a curriculum.json without `renames` (written before the setting, or at 0) means.
 NO_RENAMES = SFTStage.model_fields["prefix_renames"].default
+NO_DROPOUT = SFTStage.model_fields["question_dropout"].default
 
 
 class CurriculumError(ValueError):
@@ -40,8 +42,8 @@ class CurriculumError(ValueError):
 
 
 def read_curriculum(plan_dir: str | Path, stage: str) -> dict | None:
-    """`{"prefix_epochs", "cut_after", "history", "renames", "renames_cut_after"}` from
-    `stages/<stage>/curriculum.json`, or None."""
+    """`{"prefix_epochs", "cut_after", "history", "renames", "renames_cut_after",
+    "question_dropout"}` from `stages/<stage>/curriculum.json`, or None."""
     path = Path(plan_dir) / "stages" / stage / CURRICULUM_FILE
     if not path.exists():
         return None
@@ -52,7 +54,8 @@ def read_curriculum(plan_dir: str | Path, stage: str) -> dict | None:
             raise ValueError(f"unknown history `{history}`")
         return {"prefix_epochs": float(spec["prefix_epochs"]), "cut_after": str(spec["cut_after"]), "history": history,
                 "renames": int(spec.get("renames", NO_RENAMES)),
-                "renames_cut_after": str(spec.get("renames_cut_after", spec["cut_after"]))}
+                "renames_cut_after": str(spec.get("renames_cut_after", spec["cut_after"])),
+                "question_dropout": float(spec.get("question_dropout", NO_DROPOUT))}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CurriculumError(f"`{path}` is not a curriculum craftc wrote ({exc}); recompile the recipe "
                               "with `craftc compile`") from None

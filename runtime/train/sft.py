@@ -42,6 +42,7 @@ from runtime.layout import ADAPTER, FINAL, SFT_SUMMARY
 from runtime.tracking import use_tracker_dir
 from runtime.train.adapters import AdapterError, lora_config, merge_adapter, parameter_counts, read_peft_config
 from runtime.train.curriculum import CurriculumError, no_warm_up_reason, prefix_conversations, read_curriculum
+from runtime.train.question_dropout import rewritten_passes
 from runtime.train.masking import check_masking, labels_for, mask_report, write_mask_report
 
 __all__ = ["SFTSetupError", "StepConfig", "main", "read_stage_plan", "sft_config", "train_sft"]
@@ -227,12 +228,16 @@ def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides
     from transformers.trainer_utils import get_last_checkpoint
     from trl import SFTTrainer
 
+    passes = curriculum["prefix_epochs"]
+    if curriculum.get("question_dropout"):
+        # Every pass its own rewrite of the questions: the passes are copies, trained once.
+        dataset, passes = rewritten_passes(dataset, curriculum["question_dropout"], passes, "warm")
     examples = prefix_conversations(dataset, curriculum)
     if len(examples) == 0:
         raise SFTSetupError(f"the plan asks for a warm-up of {curriculum['prefix_epochs']:g} passes, but no "
                             f"conversation gives a warm-up example ({no_warm_up_reason(curriculum)}); write the "
                             "reasoning block in the trajectories, or remove `prefix_epochs` from the sft stage")
-    phase = {**overrides, "num_train_epochs": curriculum["prefix_epochs"],
+    phase = {**overrides, "num_train_epochs": passes,
              "max_steps": int(prefix_overrides.get("max_steps", -1))}
     if phase.get("run_name"):
         phase["run_name"] += "-prefix"
@@ -304,6 +309,9 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
                                   prefix_overrides or {}, out)
         peft = None    # the warm-up already wrapped the model in its adapter
     use_tracker_dir(trl_kwargs.get("report_to", "none"), out)
+    if curriculum and curriculum.get("question_dropout"):
+        dataset, epochs = rewritten_passes(dataset, curriculum["question_dropout"], args.num_train_epochs, "main")
+        args = sft_config(trl_kwargs, out, {**(overrides or {}), "num_train_epochs": epochs})
     trainer = SFTTrainer(model=model, args=args, processing_class=tokenizer, peft_config=peft,
                          train_dataset=tokenized_dataset(tokenizer, dataset, roles))
     counts = parameter_counts(trainer.model)

@@ -177,13 +177,19 @@ def run_sft_step(ctx: StepContext) -> StepResult:
     if stage.lora is not None:
         ctx.artifact(f"stages/{stage.name}/peft_config.json")   # the trainer's LoraConfig
     curriculum = None
-    if stage.prefix_epochs:
-        # the trainer's warm-up; read here for the stuffed arm's token budget
+    if stage.prefix_epochs or stage.question_dropout:
+        # the trainer's warm-up and question dropout; read here for the stuffed arm's token budget
         ctx.artifact(f"stages/{stage.name}/curriculum.json")
         try:
             curriculum = read_curriculum(ctx.plan_dir, stage.name)
         except CurriculumError as exc:
             raise StepError(str(exc)) from None
+        if curriculum is not None and curriculum["question_dropout"]:
+            ctx.console.print(f"sft: question dropout {curriculum['question_dropout']:.0%}: in every pass, two "
+                              "thirds of the training questions lose that share of their words (not their "
+                              "parameter values); planned tokens count the questions as written")
+        if curriculum is not None and not curriculum["prefix_epochs"]:
+            curriculum = None        # no warm-up to plan
     processes = _num_processes(ctx.artifact(f"stages/{stage.name}/accelerate.yaml"))
     if ctx.launch:
         try:

@@ -147,3 +147,16 @@ def test_only_an_sft_stage_with_prefix_epochs_has_a_curriculum_in_the_plan(recip
                                                                    "history": "conversation"}
     assert "prefix_epochs" not in json.loads(files["stages/sft/trl_config.json"])
     assert "stages/grpo/curriculum.json" not in files
+
+
+def test_question_dropout_alone_gives_the_sft_stage_a_curriculum_without_a_warm_up(recipe, solutions):
+    from craftc.emit.plan import render_plan_files
+
+    dropped = recipe.model_copy(update={"stages": tuple(
+        s.model_copy(update={"question_dropout": 0.2}) if s.kind == "sft" else s for s in recipe.stages)})
+    spec = json.loads(render_plan_files(dropped, solutions)["stages/sft/curriculum.json"])
+    assert spec["question_dropout"] == 0.2 and spec["prefix_epochs"] == 0.0
+    sft = next(s for s in dropped.model_dump(mode="json", by_alias=True)["stages"] if s["kind"] == "sft")
+    assert sft["question_dropout"] == 0.2
+    assert "question_dropout" not in next(s for s in recipe.model_dump(mode="json", by_alias=True)["stages"]
+                                          if s["kind"] == "sft")

@@ -132,7 +132,7 @@ def test_the_plan_file_is_read_or_named_with_the_fix(tmp_path):
     stage.mkdir(parents=True)
     (stage / "curriculum.json").write_text(json.dumps({"prefix_epochs": 2, "cut_after": "</THINK>", "history": "thinks"}))
     assert read_curriculum(tmp_path, "sft") == {"prefix_epochs": 2.0, "cut_after": "</THINK>", "history": "thinks",
-                                                "renames": 0, "renames_cut_after": "</THINK>"}
+                                                "renames": 0, "renames_cut_after": "</THINK>", "question_dropout": 0.0}
     (stage / "curriculum.json").write_text(json.dumps({"prefix_epochs": 2, "cut_after": "</THINK>", "history": "all"}))
     with pytest.raises(CurriculumError, match="unknown history `all`.*recompile"):
         read_curriculum(tmp_path, "sft")
