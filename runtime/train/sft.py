@@ -42,8 +42,8 @@ from runtime.layout import ADAPTER, FINAL, SFT_SUMMARY
 from runtime.tracking import use_tracker_dir
 from runtime.train.adapters import AdapterError, lora_config, merge_adapter, parameter_counts, read_peft_config
 from runtime.train.curriculum import CurriculumError, no_warm_up_reason, prefix_conversations, read_curriculum
-from runtime.train.question_dropout import rewritten_passes
 from runtime.train.masking import check_masking, labels_for, mask_report, write_mask_report
+from runtime.train.question_dropout import rewritten_passes
 
 __all__ = ["SFTSetupError", "StepConfig", "main", "read_stage_plan", "sft_config", "train_sft"]
 
