@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from runtime.agent.shared_prefix import MIN_SHARED_PREFIX, batch_cache, middle_padded, prefix_cache, shared_prefix_length
+
 __all__ = ["Generation", "HFGenerator", "TrainerVLLMGenerator", "VLLMGenerator", "render_prompt_ids"]
 
 
@@ -41,13 +43,25 @@ class HFGenerator:
         temperature: Sampling temperature.
         batch_size: Conversations per ``generate`` call.
         context: Longest input kept; longer inputs keep their last tokens.
+        frozen: The weights do not change between calls (evaluation), so the cache of
+            the prompt prefix every call shares (the system prompt) is computed once and
+            kept. Leave it off where a trainer updates the model between calls.
+        share_prefix: Read a prefix the batch's prompts share once (below); off, every
+            row is left-padded and read whole (benchmarks/shared_prefix.py compares the two).
+
+    Within a call, a prefix the batch's prompts share is read once for the whole batch
+    (``runtime.agent.shared_prefix``): the stuffed baseline's schema prompt is most of
+    every one of its inputs.
     """
 
     def __init__(self, model, tokenizer, max_new_tokens: int = 256, do_sample: bool = False,
-                 temperature: float = 1.0, batch_size: int = 8, context: int | None = None):
+                 temperature: float = 1.0, batch_size: int = 8, context: int | None = None,
+                 frozen: bool = False, share_prefix: bool = True):
         self.model, self.tokenizer = model, tokenizer
         self.max_new_tokens, self.do_sample, self.temperature = max_new_tokens, do_sample, temperature
         self.batch_size = batch_size
+        self.frozen, self.share_prefix = frozen, share_prefix
+        self._kept: tuple[list[int], object] | None = None   # (prefix ids, its one-row cache) when frozen
         limit = context or getattr(model.config, "max_position_embeddings", 2048)
         self.context = max(16, limit - max_new_tokens)
 
@@ -63,18 +77,25 @@ class HFGenerator:
         tok = self.tokenizer
         pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
         prompts = [render_prompt_ids(tok, messages)[-self.context:] for messages in conversations]
-        width = max(len(p) for p in prompts)
-        input_ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
-        attention = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, ids in enumerate(prompts):                  # left padding for decoder-only models
-            input_ids[row, width - len(ids):] = torch.tensor(ids)
-            attention[row, width - len(ids):] = 1
         was_training = self.model.training
         self.model.eval()
         try:
+            cache = self._shared_prefix_cache(prompts) if self.share_prefix else None
+            if cache is not None:
+                input_ids, attention = middle_padded(prompts, cache.get_seq_length(), pad_id)
+                cache = batch_cache(cache, len(prompts))
+            else:
+                width = max(len(p) for p in prompts)
+                input_ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+                attention = torch.zeros((len(prompts), width), dtype=torch.long)
+                for row, ids in enumerate(prompts):              # left padding for decoder-only models
+                    input_ids[row, width - len(ids):] = torch.tensor(ids)
+                    attention[row, width - len(ids):] = 1
+            width = input_ids.shape[1]
             with torch.no_grad():
                 generated = self.model.generate(
                     input_ids=input_ids.to(self.model.device), attention_mask=attention.to(self.model.device),
+                    cache=cache,
                     max_new_tokens=self.max_new_tokens, do_sample=self.do_sample,
                     temperature=self.temperature if self.do_sample else None, top_k=None, top_p=None,
                     pad_token_id=pad_id, eos_token_id=tok.eos_token_id,
@@ -96,6 +117,24 @@ class HFGenerator:
             text = tok.decode(completion, skip_special_tokens=True)
             results.append(Generation(text, len(ids), list(ids), completion, lp))
         return results
+
+    def _shared_prefix_cache(self, prompts: list[list[int]]):
+        """The one-row cache of the prefix all ``prompts`` share, or None to pad them plainly.
+
+        Frozen, a kept prefix serves every later batch that starts with it (a batch of one
+        conversation too); otherwise a prefix is worth reading once only for two or more rows.
+        """
+        shared = shared_prefix_length(prompts)
+        if self._kept is not None:
+            ids, cache = self._kept
+            if len(ids) <= shared and prompts[0][:len(ids)] == ids:
+                return cache
+        if shared < MIN_SHARED_PREFIX or (len(prompts) < 2 and not self.frozen):
+            return None
+        cache = prefix_cache(self.model, prompts[0][:shared])
+        if cache is not None and self.frozen:
+            self._kept = (prompts[0][:shared], cache)
+        return cache
 
 
 class TrainerVLLMGenerator:

@@ -80,7 +80,7 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
         generate, chunk = VLLMGenerator(model_dir, tokenizer, max_new_tokens=max_new_tokens), None
     else:
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-        generate = HFGenerator(model, tokenizer, max_new_tokens=max_new_tokens, batch_size=batch_size)
+        generate = HFGenerator(model, tokenizer, max_new_tokens=max_new_tokens, batch_size=batch_size, frozen=True)
         chunk = batch_size
     if progress is not None:
         generate = _counting(generate, progress.calls, chunk)

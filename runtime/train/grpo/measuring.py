@@ -29,7 +29,7 @@ def measure(job: GRPOJob, model, tokenizer, sandbox, probe: list[RolloutTask], t
 
     spec = reward_spec(job)
     generate = HFGenerator(model, tokenizer, max_new_tokens=job.stage["max_new_tokens"], batch_size=8,
-                           do_sample=samples > 0, temperature=job.stage["temperature"])
+                           do_sample=samples > 0, temperature=job.stage["temperature"], frozen=True)
     tasks = [task for task in probe for _ in range(max(samples, 1))]
     torch.manual_seed(job.seed)
     episodes, _, _ = play(job, generate, sandbox, tasks, [t.prompt for t in tasks])
