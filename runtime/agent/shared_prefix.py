@@ -55,7 +55,7 @@ def prefix_cache(model, ids: list[int]):
     with torch.no_grad():
         out = model(input_ids=torch.tensor([ids], device=model.device), cache=cache, use_cache=True,
                     output_router_logits=False)
-    cache = out.cache
+    cache = getattr(out, "cache", None)      # a model whose output carries no cache: pad plainly
     if cache is None or not all(type(layer) is DynamicLayer for layer in cache.layers):
         return None
     return cache
