@@ -81,16 +81,11 @@ class HFGenerator:
         self.model.eval()
         try:
             cache = self._shared_prefix_cache(prompts) if self.share_prefix else None
+            # With no shared prefix this is plain left padding, as decoder-only models need.
+            shared = cache.get_seq_length() if cache is not None else 0
+            input_ids, attention = middle_padded(prompts, shared, pad_id)
             if cache is not None:
-                input_ids, attention = middle_padded(prompts, cache.get_seq_length(), pad_id)
                 cache = batch_cache(cache, len(prompts))
-            else:
-                width = max(len(p) for p in prompts)
-                input_ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
-                attention = torch.zeros((len(prompts), width), dtype=torch.long)
-                for row, ids in enumerate(prompts):              # left padding for decoder-only models
-                    input_ids[row, width - len(ids):] = torch.tensor(ids)
-                    attention[row, width - len(ids):] = 1
             width = input_ids.shape[1]
             with torch.no_grad():
                 generated = self.model.generate(

@@ -71,9 +71,13 @@ def batch_cache(cache, rows: int):
 def middle_padded(prompts: list[list[int]], shared: int, pad_id: int):
     """``input_ids`` and ``attention_mask``: the shared prefix, pads, then each row's own tokens.
 
+    With ``shared`` 0 this is plain left padding.
+
     >>> ids, mask = middle_padded([[7, 7, 1], [7, 7, 2, 3]], 2, 0)
     >>> ids.tolist(), mask.tolist()
     ([[7, 7, 0, 1], [7, 7, 2, 3]], [[1, 1, 0, 1], [1, 1, 1, 1]])
+    >>> middle_padded([[5], [6, 7]], 0, 0)[0].tolist()
+    [[0, 5], [6, 7]]
     """
     import torch
 

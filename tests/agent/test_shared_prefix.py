@@ -62,10 +62,10 @@ def test_a_batch_reads_the_shared_prompt_once_instead_of_once_per_row(tiny_model
     model, tok = tiny_model
     batch = conversations()
     with CountingForward(model) as plain_reads:
-        HFGenerator(model, tok, max_new_tokens=1, batch_size=1)(batch)
+        plain = HFGenerator(model, tok, max_new_tokens=1, batch_size=1)(batch)
     with CountingForward(model) as shared_reads:
         HFGenerator(model, tok, max_new_tokens=1, batch_size=4)(batch)
-    prompts = [g.prompt_ids for g in HFGenerator(model, tok, max_new_tokens=1, batch_size=1)(batch)]
+    prompts = [g.prompt_ids for g in plain]
     lengths, shared = [len(p) for p in prompts], shared_prefix_length(prompts)
     assert shared >= MIN_SHARED_PREFIX
     # One token is generated, so the model reads each prompt once: row by row, every
