@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from runtime.agent.shared_prefix import MIN_SHARED_PREFIX, batch_cache, middle_padded, prefix_cache, shared_prefix_length
+from runtime.agent.shared_prefix import (
+    MIN_SHARED_PREFIX, batch_cache, cache_keyword, middle_padded, prefix_cache, shared_prefix_length,
+)
 
 __all__ = ["Generation", "HFGenerator", "TrainerVLLMGenerator", "VLLMGenerator", "render_prompt_ids"]
 
@@ -84,13 +86,11 @@ class HFGenerator:
             # With no shared prefix this is plain left padding, as decoder-only models need.
             shared = cache.get_seq_length() if cache is not None else 0
             input_ids, attention = middle_padded(prompts, shared, pad_id)
-            if cache is not None:
-                cache = batch_cache(cache, len(prompts))
+            reuse = {cache_keyword(): batch_cache(cache, len(prompts))} if cache is not None else {}
             width = input_ids.shape[1]
             with torch.no_grad():
                 generated = self.model.generate(
-                    input_ids=input_ids.to(self.model.device), attention_mask=attention.to(self.model.device),
-                    cache=cache,
+                    input_ids=input_ids.to(self.model.device), attention_mask=attention.to(self.model.device), **reuse,
                     max_new_tokens=self.max_new_tokens, do_sample=self.do_sample,
                     temperature=self.temperature if self.do_sample else None, top_k=None, top_p=None,
                     pad_token_id=pad_id, eos_token_id=tok.eos_token_id,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 
-__all__ = ["MIN_SHARED_PREFIX", "shared_prefix_length", "prefix_cache", "middle_padded", "batch_cache"]
+__all__ = ["MIN_SHARED_PREFIX", "shared_prefix_length", "cache_keyword", "prefix_cache", "middle_padded", "batch_cache"]
 
 # Below this many shared tokens the saving is smaller than the bookkeeping.
 MIN_SHARED_PREFIX = 64
@@ -45,17 +45,28 @@ def shared_prefix_length(prompts: list[list[int]]) -> int:
     return n
 
 
+def cache_keyword() -> str:
+    """What ``forward``, ``generate`` and model outputs call the KV cache in this transformers.
+
+    5.24 renamed ``past_key_values`` to ``cache``; pyproject allows 5.23, and the old name
+    is deprecated in the newer ones, so the name is read off the output class.
+    """
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    return "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
+
+
 def prefix_cache(model, ids: list[int]):
     """The model's cache after reading ``ids`` (one row), or None where the path does not apply."""
     import torch
     from transformers import DynamicCache
     from transformers.cache_utils import DynamicLayer
 
-    cache = DynamicCache(config=model.config)
+    name = cache_keyword()
     with torch.no_grad():
-        out = model(input_ids=torch.tensor([ids], device=model.device), cache=cache, use_cache=True,
-                    output_router_logits=False)
-    cache = getattr(out, "cache", None)      # a model whose output carries no cache: pad plainly
+        out = model(input_ids=torch.tensor([ids], device=model.device), use_cache=True, output_router_logits=False,
+                    **{name: DynamicCache(config=model.config)})
+    cache = getattr(out, name, None)          # a model whose output carries no cache: pad plainly
     if cache is None or not all(type(layer) is DynamicLayer for layer in cache.layers):
         return None
     return cache
