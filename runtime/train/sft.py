@@ -42,6 +42,7 @@ from runtime.layout import ADAPTER, FINAL, SFT_SUMMARY
 from runtime.tracking import use_tracker_dir
 from runtime.train.adapters import AdapterError, lora_config, merge_adapter, parameter_counts, read_peft_config
 from runtime.train.curriculum import CurriculumError, no_warm_up_reason, prefix_conversations, read_curriculum
+from runtime.train.loss_head import score_trained_positions
 from runtime.train.masking import check_masking, labels_for, mask_report, write_mask_report
 from runtime.train.question_dropout import rewritten_passes
 
@@ -218,6 +219,19 @@ def tokenized_dataset(tokenizer, dataset, roles: dict):
                        remove_columns=dataset.column_names, desc="masking")
 
 
+def _sft_trainer(model, args, tokenizer, peft, train_dataset):
+    """TRL's `SFTTrainer`, its LM head projecting only trained positions on CPU (runtime.train.loss_head)."""
+    from peft import PeftModel
+    from trl import SFTTrainer
+
+    trainer = SFTTrainer(model=model, args=args, processing_class=tokenizer, peft_config=peft,
+                         train_dataset=train_dataset)
+    # SFTTrainer gave its fused head to the base model of a PEFT model.
+    patched = trainer.model.get_base_model() if isinstance(trainer.model, PeftModel) else trainer.model
+    score_trained_positions(patched)
+    return trainer
+
+
 def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides: dict, peft, curriculum: dict,
              prefix_overrides: dict, out: Path):
     """The `prefix_epochs` warm-up (runtime.train.curriculum) on `model`, in place; its summary.
@@ -226,7 +240,6 @@ def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides
     it leaves (a PEFT model when the stage has `lora`) is what the main phase trains on.
     """
     from transformers.trainer_utils import get_last_checkpoint
-    from trl import SFTTrainer
 
     passes = curriculum["prefix_epochs"]
     if curriculum.get("question_dropout"):
@@ -243,8 +256,7 @@ def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides
         phase["run_name"] += "-prefix"
     phase_args = sft_config(trl_kwargs, out / PREFIX_DIR, phase)
     use_tracker_dir(trl_kwargs.get("report_to", "none"), out / PREFIX_DIR)   # its own curves
-    trainer = SFTTrainer(model=model, args=phase_args, processing_class=tokenizer, peft_config=peft,
-                         train_dataset=tokenized_dataset(tokenizer, examples, roles))
+    trainer = _sft_trainer(model, phase_args, tokenizer, peft, tokenized_dataset(tokenizer, examples, roles))
     resume = get_last_checkpoint(str(out / PREFIX_DIR)) if (out / PREFIX_DIR).is_dir() else None
     result = trainer.train(resume_from_checkpoint=resume)
     losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
@@ -284,7 +296,6 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
     import torch
     from transformers import AutoModelForCausalLM
     from transformers.trainer_utils import get_last_checkpoint
-    from trl import SFTTrainer
 
     model_dir, dataset_dir, out = Path(model_dir), Path(dataset_dir), Path(out_dir)
     args = sft_config(trl_kwargs, out, overrides)
@@ -312,8 +323,7 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
     if curriculum and curriculum.get("question_dropout"):
         dataset, epochs = rewritten_passes(dataset, curriculum["question_dropout"], args.num_train_epochs, "main")
         args = sft_config(trl_kwargs, out, {**(overrides or {}), "num_train_epochs": epochs})
-    trainer = SFTTrainer(model=model, args=args, processing_class=tokenizer, peft_config=peft,
-                         train_dataset=tokenized_dataset(tokenizer, dataset, roles))
+    trainer = _sft_trainer(model, args, tokenizer, peft, tokenized_dataset(tokenizer, dataset, roles))
     counts = parameter_counts(trainer.model)
     started = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume)

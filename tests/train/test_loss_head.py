@@ -1,0 +1,88 @@
+"""On CPU, SFT's LM head projects only the trained positions, and computes what TRL's does.
+
+TRL's fused head (`add_fused_lm_head`) projects every position on a device without
+Triton; `score_trained_positions` drops the masked ones first. Both must give the same
+loss, per-token log-probabilities, metrics, load-balancing loss and gradients.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime.train.loss_head import score_trained_positions
+
+
+def _model(tiny_model_dir):
+    from transformers import AutoModelForCausalLM
+    from trl.trainer.utils import add_fused_lm_head
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, local_files_only=True)
+    model.train()
+    add_fused_lm_head(model, outputs=("log_probs", "entropy", "is_top1"))   # as SFTTrainer does
+    return model
+
+
+def _batch(vocab: int):
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    input_ids = torch.randint(0, vocab, (2, 48), generator=generator)
+    labels = input_ids.clone()
+    labels[:, :30] = -100          # a prompt, not trained
+    labels[1, 40:44] = -100        # a tool output inside the reply, not trained
+    return input_ids, labels
+
+
+def _scored(model, input_ids, labels):
+    outputs = model(input_ids=input_ids, labels=labels, fused_lm_head=True, output_router_logits=True)
+    loss = -outputs.log_probs.sum() / outputs.label_mask.sum() + 0.001 * outputs.aux_loss
+    loss.backward()
+    grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad()
+    return outputs, grads
+
+
+def test_trained_positions_give_trls_loss_metrics_and_gradients(tiny_model_dir):
+    import torch
+
+    trl_head = _model(tiny_model_dir)
+    craft_head = _model(tiny_model_dir)
+    assert score_trained_positions(craft_head) is True
+    input_ids, labels = _batch(trl_head.config.vocab_size)
+
+    expected, expected_grads = _scored(trl_head, input_ids, labels)
+    got, got_grads = _scored(craft_head, input_ids, labels)
+
+    assert torch.equal(got.label_mask, expected.label_mask)
+    assert int(got.label_mask.sum()) == 2 * 18 - 4   # positions 30-47, less the tool output
+    for field in ("log_probs", "entropy"):
+        torch.testing.assert_close(getattr(got, field), getattr(expected, field), rtol=1e-5, atol=1e-5)
+        assert bool((getattr(got, field)[~got.label_mask] == 0).all())   # zero where not trained
+    assert torch.equal(got.is_top1.bool(), expected.is_top1.bool())
+    torch.testing.assert_close(got.aux_loss, expected.aux_loss)
+    assert got_grads.keys() == expected_grads.keys()
+    assert "lm_head.weight" in got_grads
+    for name, grad in expected_grads.items():
+        torch.testing.assert_close(got_grads[name], grad, rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_plain_forward_and_generation_are_untouched(tiny_model_dir):
+    import torch
+
+    model = _model(tiny_model_dir)
+    score_trained_positions(model)
+    input_ids, labels = _batch(model.config.vocab_size)
+    model.eval()
+    with torch.no_grad():
+        logits = model(input_ids=input_ids).logits
+    assert logits.shape == (*input_ids.shape, model.config.vocab_size)
+    assert "position_ids" in __import__("inspect").signature(model.forward).parameters
+
+
+@pytest.mark.parametrize("attribute", ["final_logit_softcapping", "logit_scale"])
+def test_a_model_that_scales_its_logits_keeps_trls_head(tiny_model_dir, attribute):
+    model = _model(tiny_model_dir)
+    trl_forward = model.forward
+    setattr(model.config, attribute, 30.0)
+    assert score_trained_positions(model) is False
+    assert model.forward == trl_forward
