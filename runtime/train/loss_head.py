@@ -8,7 +8,8 @@ in torch. craft trains few of a sequence's positions (a warm-up example trains i
 THINK block, not the system prompt and history before it; a stuffed example trains a
 few hundred of its ~5,000), so on CPU that head cost about a third of tiny_moe's step.
 
-`score_trained_positions` replaces that head, on CPU only, with the one TRL runs on
+`score_trained_positions` replaces that head (SFT's, and GRPO's when it scores
+completions), on CPU only, with the one TRL runs on
 Triton devices: the masked positions are dropped before the projection, and the
 `(trained tokens, vocab)` logits are built whole, which is small for a short trained
 span. The loss, the per-token log-probabilities (with their gradient), the entropy and
@@ -22,7 +23,7 @@ from __future__ import annotations
 import functools
 import types
 
-__all__ = ["MAX_LOGITS", "score_trained_positions"]
+__all__ = ["MAX_LOGITS", "score_trained_positions", "score_trained_positions_in"]
 
 # The most logits (trained tokens x vocabulary) built at once, about 256 MB in float32.
 # A batch with more (a large vocabulary and a long trained span) takes TRL's tiled head,
@@ -35,12 +36,14 @@ _LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "output_multiplie
                      "logits_scaling")
 
 
-def score_trained_positions(model) -> bool:
-    """Give `model` (patched by `SFTTrainer`) a head that projects only trained positions on CPU.
+def score_trained_positions(model, temperature: float = 1.0) -> bool:
+    """Give `model` (patched by a TRL trainer) a head that projects only trained positions on CPU.
 
     Args:
-        model: The model `SFTTrainer` gave its fused head to: `trainer.model`, or its base
+        model: The model the trainer gave its fused head to: `trainer.model`, or its base
             model when it is a PEFT model.
+        temperature: What the logits are divided by: the trainer's (`GRPOTrainer` scores
+            completions at its sampling temperature; SFT at 1).
 
     Returns:
         True if the head was replaced; False for a model whose config scales or caps its
@@ -60,7 +63,7 @@ def score_trained_positions(model) -> bool:
                 **kwargs):
         head = self.get_output_embeddings()
         untouched = (not fused_lm_head or shift_labels is not None or labels is None
-                     or head.weight.device.type != "cpu"
+                     or head.weight.device.type != "cpu" or head.weight.dtype != torch.float32
                      or int((labels[:, 1:] != -100).sum()) * head.weight.shape[0] > MAX_LOGITS)
         if untouched:
             return fused_forward(*args, fused_lm_head=fused_lm_head, labels=labels, shift_labels=shift_labels,
@@ -71,11 +74,11 @@ def score_trained_positions(model) -> bool:
         backbone = self.base_model(*args, **kwargs)
         targets = labels[:, 1:]
         mask = targets != -100
-        logits = head(backbone.last_hidden_state[:, :-1][mask]).float()
+        logits = head(backbone.last_hidden_state[:, :-1][mask]) / temperature
         log_softmax = logits.log_softmax(dim=-1)
         picked = log_softmax.gather(-1, targets[mask].unsqueeze(-1)).squeeze(-1)
+        entropy = -(log_softmax.exp() * log_softmax).sum(dim=-1)   # with its gradient, as TRL's (an entropy bonus)
         with torch.no_grad():
-            entropy = -(log_softmax.exp() * log_softmax).sum(dim=-1)
             is_top1 = logits.argmax(dim=-1) == targets[mask]
 
         def spread(values):
@@ -97,3 +100,14 @@ def score_trained_positions(model) -> bool:
 
     model.forward = types.MethodType(forward, model)
     return True
+
+
+def score_trained_positions_in(trainer, temperature: float = 1.0) -> bool:
+    """`score_trained_positions` on the model a TRL trainer gave its fused head to.
+
+    The trainer patches the base model of a PEFT model, so that is the one patched here.
+    """
+    from peft import PeftModel
+
+    model = trainer.model.get_base_model() if isinstance(trainer.model, PeftModel) else trainer.model
+    return score_trained_positions(model, temperature)

@@ -42,7 +42,7 @@ from runtime.layout import ADAPTER, FINAL, SFT_SUMMARY
 from runtime.tracking import use_tracker_dir
 from runtime.train.adapters import AdapterError, lora_config, merge_adapter, parameter_counts, read_peft_config
 from runtime.train.curriculum import CurriculumError, no_warm_up_reason, prefix_conversations, read_curriculum
-from runtime.train.loss_head import score_trained_positions
+from runtime.train.loss_head import score_trained_positions_in
 from runtime.train.masking import check_masking, labels_for, mask_report, write_mask_report
 from runtime.train.question_dropout import rewritten_passes
 
@@ -221,14 +221,11 @@ def tokenized_dataset(tokenizer, dataset, roles: dict):
 
 def _sft_trainer(model, args, tokenizer, peft, train_dataset):
     """TRL's `SFTTrainer`, its LM head projecting only trained positions on CPU (runtime.train.loss_head)."""
-    from peft import PeftModel
     from trl import SFTTrainer
 
     trainer = SFTTrainer(model=model, args=args, processing_class=tokenizer, peft_config=peft,
                          train_dataset=train_dataset)
-    # SFTTrainer gave its fused head to the base model of a PEFT model.
-    patched = trainer.model.get_base_model() if isinstance(trainer.model, PeftModel) else trainer.model
-    score_trained_positions(patched)
+    score_trained_positions_in(trainer)
     return trainer
 
 

@@ -12,13 +12,14 @@ import pytest
 from runtime.train.loss_head import score_trained_positions
 
 
-def _model(tiny_model_dir):
+def _model(tiny_model_dir, temperature: float = 1.0):
     from transformers import AutoModelForCausalLM
     from trl.trainer.utils import add_fused_lm_head
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, local_files_only=True)
     model.train()
-    add_fused_lm_head(model, outputs=("log_probs", "entropy", "is_top1"))   # as SFTTrainer does
+    # As SFTTrainer does (GRPOTrainer: at its sampling temperature)
+    add_fused_lm_head(model, temperature=temperature, outputs=("log_probs", "entropy", "is_top1"))
     return model
 
 
@@ -35,19 +36,21 @@ def _batch(vocab: int):
 
 def _scored(model, input_ids, labels):
     outputs = model(input_ids=input_ids, labels=labels, fused_lm_head=True, output_router_logits=True)
-    loss = -outputs.log_probs.sum() / outputs.label_mask.sum() + 0.001 * outputs.aux_loss
+    # An entropy bonus too (GRPO can have one), so that its gradient is compared as well.
+    loss = -outputs.log_probs.sum() / outputs.label_mask.sum() + 0.001 * outputs.aux_loss - 0.01 * outputs.entropy.sum()
     loss.backward()
     grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
     model.zero_grad()
     return outputs, grads
 
 
-def test_trained_positions_give_trls_loss_metrics_and_gradients(tiny_model_dir):
+@pytest.mark.parametrize("temperature", [1.0, 0.5])
+def test_trained_positions_give_trls_loss_metrics_and_gradients(tiny_model_dir, temperature):
     import torch
 
-    trl_head = _model(tiny_model_dir)
-    craft_head = _model(tiny_model_dir)
-    assert score_trained_positions(craft_head) is True
+    trl_head = _model(tiny_model_dir, temperature)
+    craft_head = _model(tiny_model_dir, temperature)
+    assert score_trained_positions(craft_head, temperature) is True
     input_ids, labels = _batch(trl_head.config.vocab_size)
 
     expected, expected_grads = _scored(trl_head, input_ids, labels)

@@ -23,6 +23,7 @@ from runtime.train.grpo.plots import plot_curves
 from runtime.train.grpo.rewards import make_reward_funcs
 from runtime.train.grpo.rollout import make_rollout_func
 from runtime.train.grpo.rows import build_rows, completion_room, load_training_tasks, outcome_sources
+from runtime.train.loss_head import score_trained_positions_in
 
 __all__ = ["grpo_config", "is_main_process", "train_grpo"]
 
@@ -109,6 +110,8 @@ def train_grpo(job: GRPOJob) -> dict:
             reward_funcs=make_reward_funcs(spec, plays, terms, sampled), train_dataset=Dataset.from_list(rows),
             rollout_func=make_rollout_func(job, tokenizer, sandbox, plays), peft_config=peft,
         )
+        # On CPU, completions are scored without projecting their prompts (runtime.train.loss_head).
+        score_trained_positions_in(trainer, trainer.temperature)
         counts = parameter_counts(trainer.model)
         trainer.train(resume_from_checkpoint=_last_checkpoint(out / "checkpoints"))
         after = measure(job, trainer.model, tokenizer, sandbox, probe, terms)
