@@ -1,4 +1,4 @@
-"""SFT's LM head on CPU: project only the positions whose next token is trained.
+"""The trainers' LM head on CPU: project only the positions whose next token is trained.
 
 TRL's `SFTTrainer` scores next tokens through a fused LM head (`trl.trainer.utils.
 add_fused_lm_head`) that never builds the `(batch, seq_len, vocab)` logits. On a device

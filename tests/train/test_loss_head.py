@@ -7,9 +7,25 @@ loss, per-token log-probabilities, metrics, load-balancing loss and gradients.
 
 from __future__ import annotations
 
+import inspect
+import types
+
 import pytest
 
+from runtime.train import loss_head
 from runtime.train.loss_head import score_trained_positions
+
+
+def _count_trl_calls(model) -> list:
+    """Wrap TRL's head so that a call to it is counted: craft's head must not fall back to it."""
+    calls, trl_forward = [], model.forward
+
+    def counted(self, *args, **kwargs):
+        calls.append(kwargs.get("fused_lm_head", False))
+        return trl_forward(*args, **kwargs)
+
+    model.forward = types.MethodType(counted, model)
+    return calls
 
 
 def _model(tiny_model_dir, temperature: float = 1.0):
@@ -50,11 +66,13 @@ def test_trained_positions_give_trls_loss_metrics_and_gradients(tiny_model_dir, 
 
     trl_head = _model(tiny_model_dir, temperature)
     craft_head = _model(tiny_model_dir, temperature)
+    trl_calls = _count_trl_calls(craft_head)
     assert score_trained_positions(craft_head, temperature) is True
     input_ids, labels = _batch(trl_head.config.vocab_size)
 
     expected, expected_grads = _scored(trl_head, input_ids, labels)
     got, got_grads = _scored(craft_head, input_ids, labels)
+    assert trl_calls == []     # craft's head computed it, not TRL's behind it
 
     assert torch.equal(got.label_mask, expected.label_mask)
     assert int(got.label_mask.sum()) == 2 * 18 - 4   # positions 30-47, less the tool output
@@ -72,14 +90,26 @@ def test_trained_positions_give_trls_loss_metrics_and_gradients(tiny_model_dir, 
 def test_plain_forward_and_generation_are_untouched(tiny_model_dir):
     import torch
 
+    trl_only, model = _model(tiny_model_dir), _model(tiny_model_dir)
+    score_trained_positions(model)
+    input_ids, _ = _batch(model.config.vocab_size)
+    with torch.no_grad():
+        assert torch.equal(model(input_ids=input_ids).logits, trl_only(input_ids=input_ids).logits)
+    # `generate` reads the signature to decide whether to pass position ids.
+    assert "position_ids" in inspect.signature(model.forward).parameters
+
+
+def test_more_logits_than_the_limit_take_trls_tiled_head(tiny_model_dir, monkeypatch):
+    import torch
+
     model = _model(tiny_model_dir)
+    trl_calls = _count_trl_calls(model)
     score_trained_positions(model)
     input_ids, labels = _batch(model.config.vocab_size)
-    model.eval()
+    monkeypatch.setattr(loss_head, "MAX_LOGITS", model.config.vocab_size)   # one trained token's worth
     with torch.no_grad():
-        logits = model(input_ids=input_ids).logits
-    assert logits.shape == (*input_ids.shape, model.config.vocab_size)
-    assert "position_ids" in __import__("inspect").signature(model.forward).parameters
+        model(input_ids=input_ids, labels=labels, fused_lm_head=True)
+    assert trl_calls == [True]
 
 
 @pytest.mark.parametrize("attribute", ["final_logit_softcapping", "logit_scale"])
