@@ -6,6 +6,7 @@ import pytest
 
 from runtime.train.grpo import GRPOJob, GRPOSetupError, main, train_grpo
 from tests.agent.warehouse import task_dict
+from tests.train.train_support import craft_head_calls
 
 WEIGHTS = {"outcome": 0.5, "process": 0.2, "consistency": 0.2, "judge": 0.1}
 # The CPU GRPOConfig keywords `craftc compile` writes into a grpo stage's trl_config.json.
@@ -31,7 +32,9 @@ def trained(tmp_path_factory, warehouse, tiny_model):
                   reward={"weights": WEIGHTS, "aggregate": "sum",
                           "penalties": {"select_star": 0.05}, "step_rewards": True},
                   stage=STAGE, trl=TRL, **PLAIN)
-    return job, train_grpo(job)
+    with craft_head_calls() as head_calls:
+        summary = train_grpo(job)
+    return job, {**summary, "head_calls": head_calls}
 
 
 def test_logged_reward_is_the_weighted_sum_of_logged_components(trained):
@@ -43,6 +46,13 @@ def test_logged_reward_is_the_weighted_sum_of_logged_components(trained):
         weighted = sum(w * entry[f"rewards/{c}/mean"] for c, w in WEIGHTS.items())
         assert entry["reward"] == pytest.approx(weighted, abs=1e-5)
         assert "exec_success" in entry
+
+
+def test_completions_are_scored_through_crafts_cpu_head(trained):
+    # runtime.train.loss_head, at the trainer's temperature: every log-prob GRPO computes
+    # for a loss comes from the head that projects only the completions' positions.
+    _, summary = trained
+    assert summary["head_calls"].count(True) == summary["steps"]     # one loss forward per step (one batch)
 
 
 def test_summary_reports_before_and_after_and_saves_a_model(trained):

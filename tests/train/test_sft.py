@@ -9,6 +9,7 @@ import pytest
 
 from runtime.train.masking import ASSISTANT_ONLY, MaskingError, apply_roles, attribute_tokens
 from runtime.train.sft import SFTSetupError, main, sft_config, tokenized_dataset, train_sft
+from train_support import craft_head_calls
 
 # A short run that still moves the loss: 12 steps of 4 conversations at a high lr, with
 # the CPU settings `craftc compile` writes into a stage's trl_config.json.
@@ -22,7 +23,9 @@ SHORT = {"num_train_epochs": 1.0, "max_steps": 12, "learning_rate": 3e-3, "per_d
 @pytest.fixture(scope="module")
 def short_run(tiny_model_dir, dataset_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("sft")
-    return out, train_sft(tiny_model_dir, dataset_dir, out, SHORT, ASSISTANT_ONLY)
+    with craft_head_calls() as head_calls:
+        summary = train_sft(tiny_model_dir, dataset_dir, out, SHORT, ASSISTANT_ONLY)
+    return out, summary, head_calls
 
 
 def test_the_plans_trl_config_becomes_the_sft_config_unchanged(tmp_path):
@@ -68,7 +71,7 @@ def test_trl_trains_on_exactly_the_labels_craft_built(tiny_model_dir, dataset_di
 
 
 def test_short_run_lowers_the_loss_and_writes_every_artifact(short_run):
-    out, summary = short_run
+    out, summary, _ = short_run
     assert summary["steps"] == 12 and summary["world_size"] == 1
     assert summary["last_loss"] < summary["first_loss"] - 0.5, summary
     history = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -77,6 +80,13 @@ def test_short_run_lowers_the_loss_and_writes_every_artifact(short_run):
     assert json.loads((out / "sft_summary.json").read_text()) == summary
     report = json.loads((out / "mask_report.json").read_text())
     assert report["per_role"]["tool"]["trainable"] == 0 and (out / "mask_report.md").is_file()
+
+
+def test_every_training_step_scores_through_crafts_cpu_head(short_run):
+    # runtime.train.loss_head: on CPU the trainer's loss comes from the head that projects
+    # only trained positions, once per step (12 steps of one batch each), never TRL's.
+    _, summary, head_calls = short_run
+    assert head_calls == [True] * summary["steps"]
 
 
 def test_final_model_reloads_and_generates(short_run):
@@ -93,7 +103,7 @@ def test_final_model_reloads_and_generates(short_run):
 
 
 def test_a_second_run_resumes_from_the_last_checkpoint(short_run, tiny_model_dir, dataset_dir):
-    out, _ = short_run
+    out, _, _ = short_run
     summary = train_sft(tiny_model_dir, dataset_dir, out, {**SHORT, "max_steps": 14}, ASSISTANT_ONLY)
     assert summary["resumed_from"] == "checkpoint-12"
     assert summary["steps"] == 14

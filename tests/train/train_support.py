@@ -9,7 +9,9 @@ conversations have several user turns. Extra columns (`workflow`, `instance_id`,
 
 from __future__ import annotations
 
+import functools
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -97,3 +99,33 @@ def tokenizer(tiny_model_dir):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(tiny_model_dir)
+
+
+@contextmanager
+def craft_head_calls():
+    """Count, while inside, the forwards a trainer sends through craft's CPU LM head.
+
+    Yields a list that gets one entry per forward of a model `runtime.train.loss_head`
+    patched: its `fused_lm_head` flag (True for a loss computed by that head, False for a
+    plain forward such as generation's).
+    """
+    from runtime.train import loss_head
+
+    calls: list[bool] = []
+    patch = loss_head.score_trained_positions
+
+    def counting_patch(model, temperature=1.0):
+        replaced = patch(model, temperature)
+        craft_forward = model.forward
+
+        @functools.wraps(craft_forward)
+        def counted(*args, **kwargs):
+            calls.append(bool(kwargs.get("fused_lm_head", False)))
+            return craft_forward(*args, **kwargs)
+
+        model.forward = counted
+        return replaced
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(loss_head, "score_trained_positions", counting_patch)
+        yield calls
