@@ -52,7 +52,7 @@ def test_completions_are_scored_through_crafts_cpu_head(trained):
     # runtime.train.loss_head, at the trainer's temperature: every log-prob GRPO computes
     # for a loss comes from the head that projects only the completions' positions.
     _, summary = trained
-    assert summary["head_calls"].count(True) == summary["steps"]     # one loss forward per step (one batch)
+    assert summary["head_calls"] == ["craft"] * summary["steps"]     # one loss forward per step (one batch), never TRL's
 
 
 def test_summary_reports_before_and_after_and_saves_a_model(trained):

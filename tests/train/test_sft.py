@@ -86,7 +86,7 @@ def test_every_training_step_scores_through_crafts_cpu_head(short_run):
     # runtime.train.loss_head: on CPU the trainer's loss comes from the head that projects
     # only trained positions, once per step (12 steps of one batch each), never TRL's.
     _, summary, head_calls = short_run
-    assert head_calls == [True] * summary["steps"]
+    assert head_calls == ["craft"] * summary["steps"]
 
 
 def test_final_model_reloads_and_generates(short_run):

@@ -103,29 +103,35 @@ def tokenizer(tiny_model_dir):
 
 @contextmanager
 def craft_head_calls():
-    """Count, while inside, the forwards a trainer sends through craft's CPU LM head.
+    """Record, while inside, which LM head computes each loss forward of a trainer's model.
 
-    Yields a list that gets one entry per forward of a model `runtime.train.loss_head`
-    patched: its `fused_lm_head` flag (True for a loss computed by that head, False for a
-    plain forward such as generation's).
+    Yields a list that gets `"craft"` for each forward with `fused_lm_head` that craft's
+    CPU head (`runtime.train.loss_head`) computes, and `"trl"` for each that reaches TRL's
+    head: one TRL kept (a model the patch refuses) or one craft's head fell back to.
+    Plain forwards, such as generation's, are not recorded.
     """
     from runtime.train import loss_head
 
-    calls: list[bool] = []
+    calls: list[str] = []
     patch = loss_head.score_trained_positions
 
-    def counting_patch(model, temperature=1.0):
+    def recorded(forward, head: str):
+        @functools.wraps(forward)
+        def call(*args, **kwargs):
+            if kwargs.get("fused_lm_head", False):
+                calls.append(head)
+            return forward(*args, **kwargs)
+        return call
+
+    def recording_patch(model, temperature=1.0):
+        model.forward = recorded(model.forward, "trl")      # the head the patch keeps behind its own
         replaced = patch(model, temperature)
-        craft_forward = model.forward
-
-        @functools.wraps(craft_forward)
-        def counted(*args, **kwargs):
-            calls.append(bool(kwargs.get("fused_lm_head", False)))
-            return craft_forward(*args, **kwargs)
-
-        model.forward = counted
+        if replaced:
+            # craft's forward records "craft"; the TRL head behind it records "trl" only on a fallback
+            craft_forward = model.forward
+            model.forward = recorded(craft_forward, "craft")
         return replaced
 
     with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setattr(loss_head, "score_trained_positions", counting_patch)
+        monkeypatch.setattr(loss_head, "score_trained_positions", recording_patch)
         yield calls
