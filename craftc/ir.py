@@ -706,6 +706,13 @@ class EvalSpec(Node):
         "(default: every instance `instances` keeps)")
     arms: tuple[Arm, ...] = Field(ARMS, description="what is compared")
     max_turns: int = Field(3, ge=1, le=64, description="agent turns per eval conversation")
+    # A decoding aid for a small model that recalls training questions instead of copying
+    # the asked one (runtime/agent/copy_bias.py); every arm decodes with it, so the
+    # stuffed control too. GRPO samples without it.
+    copy_bias: float = Field(
+        0.0, ge=0, le=20, exclude_if=_omitted_at(0.0),
+        description="added to the logit of every token of the questions asked so far, at every "
+        "generated token, in every arm (0: plain greedy decoding)")
     # `tokens` trains the stuffed baseline on the same accepted trajectories for the same
     # number of training tokens (each stuffed example is several times longer, so it sees
     # fewer epochs); `steps` gives it the same examples, epochs and optimiser steps.

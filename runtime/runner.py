@@ -76,6 +76,10 @@ ADOPTERS: dict[str, str] = {
 # must not invalidate them.
 LOGICAL_READERS = {"distill", "gate", "dataset", "grpo"}
 
+# Eval settings that change only how eval decodes, not which instances are drawn, held out
+# or trained on: the distill and dataset steps do not read them.
+EVAL_DECODING = ("copy_bias",)
+
 # Steps whose metrics go to the recipe's tracker (`track`): the funnel, training, eval.
 TRACKED_STEPS = ("gate", "sft", "grpo", "eval")
 VERSIONED_PACKAGES = ("craft", "duckdb", "torch", "transformers", "trl", "accelerate", "datasets")
@@ -131,17 +135,20 @@ def _plan_parts(step: str, recipe: dict, artifacts: dict[str, str], warehouse: l
 
     logical = _logical_schema(recipe["schema"])
     common = {"seed": recipe["seed"]}
+    # The eval block's decoding settings shape only how eval generates: changing them
+    # must not redraw the instances or rebuild the dataset (and with them retrain).
+    drawn = {k: v for k, v in recipe["eval"].items() if k not in EVAL_DECODING}
     parts: dict[str, dict[str, Any]] = {
         "world": {"schema": recipe["schema"], "scale": recipe["scale"], "binding": arts("sql/binding.sql"),
                   "warehouse": warehouse},
         "distill": {"schema": logical, "workflows": recipe["workflows"], "teacher": recipe["teacher"],
-                    "format": recipe["format"], "tools": recipe["tools"], "eval": recipe["eval"],
+                    "format": recipe["format"], "tools": recipe["tools"], "eval": drawn,
                     "solutions": arts("solutions/")},
         "gate": {"schema": logical, "gates": recipe["gates"], "judges": recipe["judges"],
                  "format": recipe["format"], "spec": arts("specs/gates.json"),
                  "judge_prompts": arts("prompts/judges/"), "on_loss": recipe["on_loss"]},
         "dataset": {"prompts": arts("prompts/"), "input_builder": arts("specs/input_builder.json"),
-                    "format": recipe["format"], "eval": recipe["eval"], "on_loss": recipe["on_loss"]},
+                    "format": recipe["format"], "eval": drawn, "on_loss": recipe["on_loss"]},
         # Only the sft stages' own files: a GRPO setting must not retrain SFT. The eval
         # block's baseline_budget sets the stuffed arm's steps, so it is an SFT input.
         "sft": {"stages": [s for s in stages if s["kind"] == "sft"], "models": models,

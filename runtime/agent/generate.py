@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from runtime.agent.copy_bias import CopyBiasProcessor, asked_token_ids
 from runtime.agent.shared_prefix import (
     MIN_SHARED_PREFIX, batch_cache, cache_keyword, middle_padded, prefix_cache, shared_prefix_length,
 )
@@ -50,6 +51,9 @@ class HFGenerator:
             kept. Leave it off where a trainer updates the model between calls.
         share_prefix: Read a prefix the batch's prompts share once (below); off, every
             row is left-padded and read whole (benchmarks/shared_prefix.py compares the two).
+        copy_bias: Added to the logits of the tokens of each conversation's user
+            messages (``runtime.agent.copy_bias``; the plan's ``eval { copy_bias }``); 0 is
+            plain decoding.
 
     Within a call, a prefix the batch's prompts share is read once for the whole batch
     (``runtime.agent.shared_prefix``): the stuffed baseline's schema prompt is most of
@@ -58,8 +62,9 @@ class HFGenerator:
 
     def __init__(self, model, tokenizer, max_new_tokens: int = 256, do_sample: bool = False,
                  temperature: float = 1.0, batch_size: int = 8, context: int | None = None,
-                 frozen: bool = False, share_prefix: bool = True):
+                 frozen: bool = False, share_prefix: bool = True, copy_bias: float = 0.0):
         self.model, self.tokenizer = model, tokenizer
+        self.copy_bias = copy_bias
         self.max_new_tokens, self.do_sample, self.temperature = max_new_tokens, do_sample, temperature
         self.batch_size = batch_size
         self.frozen, self.share_prefix = frozen, share_prefix
@@ -86,11 +91,16 @@ class HFGenerator:
             # With no shared prefix this is plain left padding, as decoder-only models need.
             shared = cache.get_seq_length() if cache is not None else 0
             input_ids, attention = middle_padded(prompts, shared, pad_id)
-            reuse = {cache_keyword(): batch_cache(cache, len(prompts))} if cache is not None else {}
+            extra = {cache_keyword(): batch_cache(cache, len(prompts))} if cache is not None else {}
             width = input_ids.shape[1]
+            if self.copy_bias:
+                from transformers import LogitsProcessorList
+
+                rows = [asked_token_ids(tok, messages) for messages in conversations]
+                extra["logits_processor"] = LogitsProcessorList([CopyBiasProcessor(rows, self.copy_bias)])
             with torch.no_grad():
                 generated = self.model.generate(
-                    input_ids=input_ids.to(self.model.device), attention_mask=attention.to(self.model.device), **reuse,
+                    input_ids=input_ids.to(self.model.device), attention_mask=attention.to(self.model.device), **extra,
                     max_new_tokens=self.max_new_tokens, do_sample=self.do_sample,
                     temperature=self.temperature if self.do_sample else None, top_k=None, top_p=None,
                     pad_token_id=pad_id, eos_token_id=tok.eos_token_id,
@@ -168,16 +178,27 @@ class VLLMGenerator:
     What evaluation uses when the plan's GRPO stage says ``rollout vllm``: the same agent
     loop as ``HFGenerator``, only this call differs. vLLM is an optional extra (it pins its
     own torch and transformers) and needs a GPU; not run here yet (docs/training.md).
+    ``copy_bias`` is passed as each request's ``logit_bias`` (vLLM's own processor).
     """
 
     def __init__(self, model_dir, tokenizer, max_new_tokens: int = 256, do_sample: bool = False,
-                 temperature: float = 1.0):
-        from vllm import LLM, SamplingParams
+                 temperature: float = 1.0, copy_bias: float = 0.0):
+        from vllm import LLM
 
         self.tokenizer = tokenizer
         self.llm = LLM(model=str(model_dir))
-        self.params = SamplingParams(max_tokens=max_new_tokens, temperature=temperature if do_sample else 0.0,
-                                     logprobs=0)
+        self.copy_bias = copy_bias
+        self.sampling = {"max_tokens": max_new_tokens, "temperature": temperature if do_sample else 0.0,
+                         "logprobs": 0}
+
+    def _params(self, conversations: list[list[dict]]):
+        from vllm import SamplingParams
+
+        if not self.copy_bias:
+            return SamplingParams(**self.sampling)
+        return [SamplingParams(**self.sampling, logit_bias={i: self.copy_bias for i in
+                                                           asked_token_ids(self.tokenizer, messages)})
+                for messages in conversations]
 
     def __call__(self, conversations: list[list[dict]]) -> list[Generation]:
         from vllm.inputs import TokensPrompt
@@ -185,7 +206,8 @@ class VLLMGenerator:
         prompts = [render_prompt_ids(self.tokenizer, messages) for messages in conversations]
         if not prompts:
             return []
-        outputs = self.llm.generate([TokensPrompt(prompt_token_ids=ids) for ids in prompts], self.params)
+        outputs = self.llm.generate([TokensPrompt(prompt_token_ids=ids) for ids in prompts],
+                                    self._params(conversations))
         results = []
         for ids, output in zip(prompts, outputs):
             sample = output.outputs[0]

@@ -61,11 +61,12 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
                  sandbox, fmt=None, max_turns: int = 3, wording: TurnWording | None = None,
                  terms=None, max_new_tokens: int = 256, batch_size: int = 8, engine: str = "transformers",
                  catalog: ReferenceCatalog | None = None, progress: ArmProgress | None = None,
-                 earlier_turns: str = "full") -> list:
+                 earlier_turns: str = "full", copy_bias: float = 0.0) -> list:
     """Greedy episodes of one arm on ``tasks``, scored and their failures classified.
 
     ``engine`` is the plan's rollout engine; ``earlier_turns`` what later questions see of
-    earlier turns (the plan's input builder); ``catalog`` holds every workflow's reference
+    earlier turns (the plan's input builder); ``copy_bias`` the plan's ``eval { copy_bias }``
+    (``runtime.agent.copy_bias``); ``catalog`` holds every workflow's reference
     texts (default: those of ``tasks``); ``progress`` is told of each model call batch and
     each finished episode. Each episode is scored as soon as it ends, while its result
     frames are in memory.
@@ -77,10 +78,11 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
     if engine == "vllm":
         from runtime.agent import VLLMGenerator
 
-        generate, chunk = VLLMGenerator(model_dir, tokenizer, max_new_tokens=max_new_tokens), None
+        generate, chunk = VLLMGenerator(model_dir, tokenizer, max_new_tokens=max_new_tokens, copy_bias=copy_bias), None
     else:
         model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-        generate = HFGenerator(model, tokenizer, max_new_tokens=max_new_tokens, batch_size=batch_size, frozen=True)
+        generate = HFGenerator(model, tokenizer, max_new_tokens=max_new_tokens, batch_size=batch_size, frozen=True,
+                               copy_bias=copy_bias)
         chunk = batch_size
     if progress is not None:
         generate = _counting(generate, progress.calls, chunk)
@@ -218,7 +220,8 @@ def run_eval(ctx):
                              builder["max_turns"]) as progress:
                 episodes = evaluate_arm(arm, models[arm](), tasks, references, prompts[arm], sandbox,
                                         fmt, builder["max_turns"], wording, terms, max_new, engine=engine,
-                                        catalog=catalog, progress=progress, earlier_turns=earlier_turns)
+                                        catalog=catalog, progress=progress, earlier_turns=earlier_turns,
+                                        copy_bias=recipe.eval.copy_bias)
             (ctx.out_dir / "episodes" / f"{arm}.jsonl").write_text(
                 "".join(json.dumps(e.to_dict(), sort_keys=True) + "\n" for e in episodes))
             results[arm] = split_summaries(episodes, ctx.seed)
@@ -230,6 +233,8 @@ def run_eval(ctx):
         report["limit"] = limited
     if earlier_turns != "full":         # what follow-up calls saw of earlier turns, and so paid for
         report["earlier_turns"] = earlier_turns
+    if recipe.eval.copy_bias:           # how every arm decoded
+        report["copy_bias"] = recipe.eval.copy_bias
     outputs = []
     if recipe.eval.general:
         report["general"] = general_skills(ctx, {arm: models[arm] for arm in recipe.eval.arms})

@@ -57,6 +57,8 @@ def build_report(eval_json: dict, run_dir: Path | None = None) -> dict:
         report["limit"] = eval_json["limit"]
     if eval_json.get("earlier_turns"):  # earlier_turns compact: what follow-up calls saw, in every arm
         report["earlier_turns"] = eval_json["earlier_turns"]
+    if eval_json.get("copy_bias"):      # eval { copy_bias B }: how every arm decoded
+        report["copy_bias"] = eval_json["copy_bias"]
     if eval_json.get("per_workflow"):   # agent score per workflow and held-out split
         report["per_workflow"] = build_workflow_table(eval_json["per_workflow"])
     if eval_json.get("failures"):       # failure classes per arm, one example each
@@ -82,6 +84,9 @@ def render_markdown(report: dict) -> str:
     if report.get("earlier_turns") == "compact":
         parts.append("\nIn every arm a follow-up question saw each earlier turn compacted to its question, last "
                      "CODE and answer (`earlier_turns compact`).\n")
+    if report.get("copy_bias"):
+        parts.append(f"\nEvery arm decoded greedily with `eval {{ copy_bias {report['copy_bias']:g} }}`: the logit of each "
+                     "token of the questions asked so far raised by that much (docs/evaluation.md).\n")
     for split, table in report["tables"].items():
         parts += [f"\n## {split}\n\n", markdown_table(table)]
     if "per_workflow" in report:

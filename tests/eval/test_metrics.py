@@ -132,6 +132,21 @@ def test_evaluate_arm_with_a_real_tiny_model(sandbox, tiny_model, tmp_path):
     assert (progress.done, progress.model_calls) == (2, sum(len(e.calls) for e in episodes))
 
 
+def test_evaluate_arm_decodes_with_the_plans_copy_bias(sandbox, tiny_model, tmp_path):
+    # At a bias far above a random tiny model's logit spread, every reply is written in the
+    # asked question's tokens: the plan's `eval { copy_bias }` reaches the generator.
+    model, tok = tiny_model
+    model.save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    tasks = [AgentTask.from_dict(task_dict(2, "t2"))]
+    refs = reference_frames(tasks, sandbox)
+    [episode] = evaluate_arm("sft_only", tmp_path / "m", tasks, refs, "sys", sandbox, max_turns=1,
+                             terms=TERMS, max_new_tokens=6, copy_bias=20.0)
+    first = episode.calls[0]
+    # Its tokens are the question's, written alone or after a space: its letters are too.
+    assert first.text.strip() and set(first.text) <= set("Top 2 campaigns by budget")
+
+
 def test_agent_score_per_workflow_keeps_each_split_apart():
     def episode(workflow, split, *passed):
         return Episode(f"{workflow}-{split}", workflow, split,

@@ -171,3 +171,12 @@ def test_the_report_says_when_follow_ups_saw_compacted_earlier_turns():
     assert compact["earlier_turns"] == "compact"
     assert "each earlier turn compacted to its question, last CODE and answer" in render_markdown(compact)
     assert "earlier_turns" not in build_report(EVAL) and "compacted" not in render_markdown(build_report(EVAL))
+
+
+def test_the_report_says_how_every_arm_decoded_with_a_copy_bias():
+    from runtime.report.step import build_report, render_markdown
+
+    biased = build_report({**EVAL, "copy_bias": 3.0})
+    assert biased["copy_bias"] == 3.0
+    assert "Every arm decoded greedily with `eval { copy_bias 3 }`" in render_markdown(biased)
+    assert "copy_bias" not in build_report(EVAL) and "copy_bias" not in render_markdown(build_report(EVAL))
