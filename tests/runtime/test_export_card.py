@@ -31,3 +31,10 @@ def test_a_model_trained_on_compacted_earlier_turns_says_so_in_its_card(tmp_path
 
 def test_a_model_trained_on_whole_conversations_has_no_such_line(tmp_path):
     assert "earlier_turns" not in _card(tmp_path, "    seed 3\n")
+
+
+def test_a_model_evaluated_with_a_copy_bias_says_how_to_decode_like_its_eval(tmp_path):
+    card = _card(tmp_path, "    eval { copy_bias 2 }\n")
+    assert "Its evaluation decoded with `eval { copy_bias 2 }`" in card and "CopyBiasProcessor" in card
+    (tmp_path / "plain").mkdir()
+    assert "copy_bias" not in _card(tmp_path / "plain", "    eval { copy_bias 0 }\n")
