@@ -65,6 +65,11 @@ class ExecRecord:
         )
 
 
+# The sandbox's two time limits (runtime/sandbox/result.py) and the one text they show.
+TIME_LIMITS = ("Timeout", "CpuLimit")
+TIME_LIMIT_TEXT = "Timeout: the code ran past its time limit and was stopped"
+
+
 def tool_output_text(record: ExecRecord) -> str:
     """What the agent is shown after its CODE ran: the result preview, or the error on one line.
 
@@ -75,9 +80,16 @@ def tool_output_text(record: ExecRecord) -> str:
     Example:
         >>> tool_output_text(ExecRecord(ok=False, error_type="BinderError", error_message="no column x\\nLINE 1"))
         'BinderError: no column x'
+        >>> tool_output_text(ExecRecord(ok=False, error_type="CpuLimit", error_message="killed after 1.3 s of CPU"))
+        'Timeout: the code ran past its time limit and was stopped'
     """
     if record.ok:
         return record.preview.rstrip() or f"[{record.rows} rows]"
+    if record.error_type in TIME_LIMITS:
+        # Which limit stops an endless loop first, and after how many CPU seconds, depends
+        # on the host's load: the record keeps that, the conversation must not, or the same
+        # seed would give other training data on a busier machine.
+        return TIME_LIMIT_TEXT
     kind = record.error_type or record.error_class or "Error"
     lines = (record.error_message or "").strip().splitlines()
     message = lines[0][:ERROR_CHARS] if lines else ""

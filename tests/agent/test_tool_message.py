@@ -53,3 +53,13 @@ def test_the_answer_that_closes_a_turn_is_written_from_the_result_alone():
     summary = answer_text(ExecRecord.from_summary(_execution_summary(OK)))
     assert summary == answer_text(ExecRecord.from_result(OK))
     assert summary == "The result has 2 rows with campaign, clicks. First row: Winter Fly 40."
+
+
+def test_an_endless_loop_reads_the_same_whichever_time_limit_stopped_it():
+    # Under load the wall clock can fire before the CPU limit, and the CPU seconds used
+    # vary: the agent (and so the training data of a seed) must not see the difference.
+    wall = ExecRecord(ok=False, error_type="Timeout", error_message="killed after the 1 s wall-clock limit")
+    cpu = ExecRecord(ok=False, error_type="CpuLimit",
+                     error_message="used 1.0 s of CPU (limit 1 s) before the wall-clock kill")
+    assert tool_output_text(wall) == tool_output_text(cpu) == "Timeout: the code ran past its time limit and was stopped"
+    assert cpu.error_type == "CpuLimit"          # the record keeps what happened
