@@ -711,8 +711,8 @@ class EvalSpec(Node):
     # stuffed control too. GRPO samples without it.
     copy_bias: float = Field(
         0.0, ge=0, le=20, exclude_if=_omitted_at(0.0),
-        description="added to the logit of every token of the questions asked so far, at every "
-        "generated token, in every arm (0: plain greedy decoding)")
+        description="added to the logit of every token that writes a word of the questions asked so "
+        "far, at every generated token, in every arm (0: plain greedy decoding)")
     # `tokens` trains the stuffed baseline on the same accepted trajectories for the same
     # number of training tokens (each stuffed example is several times longer, so it sees
     # fewer epochs); `steps` gives it the same examples, epochs and optimiser steps.

@@ -101,7 +101,7 @@ def model_card(plan: Plan, plan_dir: Path, run_dir: Path, stage: Stage, adapter_
                  "the question, the last `<CODE>` block it wrote and its `<ANSWER>`, without the scratchpad, "
                  "the plan, failed attempts or tool output.\n"] if recipe.earlier_turns == "compact" else []),
               *([f"Its evaluation decoded with `eval {{ copy_bias {recipe.eval.copy_bias:g} }}`: at every generated "
-                 "token, the logit of each token of the questions asked so far was raised by that much "
+                 "token, the logit of each token that writes a word of the questions asked so far was raised by that much "
                  "(`runtime.agent.copy_bias.CopyBiasProcessor`, a `transformers` logits processor). Without it "
                  "the figures above do not hold.\n"] if recipe.eval.copy_bias else []),
               "\n## Use\n",

@@ -51,8 +51,8 @@ class HFGenerator:
             kept. Leave it off where a trainer updates the model between calls.
         share_prefix: Read a prefix the batch's prompts share once (below); off, every
             row is left-padded and read whole (benchmarks/shared_prefix.py compares the two).
-        copy_bias: Added to the logits of the tokens of each conversation's user
-            messages (``runtime.agent.copy_bias``; the plan's ``eval { copy_bias }``); 0 is
+        copy_bias: Added to the logits of the tokens that write the words of each
+            conversation's user messages (``runtime.agent.copy_bias``; the plan's ``eval { copy_bias }``); 0 is
             plain decoding.
 
     Within a call, a prefix the batch's prompts share is read once for the whole batch

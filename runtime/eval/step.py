@@ -204,6 +204,9 @@ def run_eval(ctx):
             preflight({"parallel": "none", "gpus": 0, "rollout": "vllm"})
         except PreflightError as exc:
             raise StepError(f"eval generates with `rollout vllm` as the plan says, and cannot here: {exc}") from None
+    if recipe.eval.copy_bias:
+        ctx.console.print(f"eval: every arm decodes with `copy_bias {recipe.eval.copy_bias:g}` (the asked words' "
+                          "logits raised; docs/evaluation.md, \"Copy bias\")")
     models = {"craft": lambda: ctx.input_dir("grpo") / "final", "sft_only": lambda: _sft_model(ctx, "craft"),
               "stuffed": lambda: _sft_model(ctx, "stuffed")}
     catalog = reference_catalog(ctx, held_out)

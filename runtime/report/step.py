@@ -86,7 +86,7 @@ def render_markdown(report: dict) -> str:
                      "CODE and answer (`earlier_turns compact`).\n")
     if report.get("copy_bias"):
         parts.append(f"\nEvery arm decoded greedily with `eval {{ copy_bias {report['copy_bias']:g} }}`: the logit of each "
-                     "token of the questions asked so far raised by that much (docs/evaluation.md).\n")
+                     "token that writes a word of the questions asked so far raised by that much (docs/evaluation.md).\n")
     for split, table in report["tables"].items():
         parts += [f"\n## {split}\n\n", markdown_table(table)]
     if "per_workflow" in report:
