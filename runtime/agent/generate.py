@@ -81,6 +81,8 @@ class HFGenerator:
     def _batch(self, conversations: list[list[dict]]) -> list[Generation]:
         import torch
 
+        from runtime.agent.kv_cache import growing, growing_cache
+
         tok = self.tokenizer
         pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
         prompts = [render_prompt_ids(tok, messages)[-self.context:] for messages in conversations]
@@ -91,7 +93,9 @@ class HFGenerator:
             # With no shared prefix this is plain left padding, as decoder-only models need.
             shared = cache.get_seq_length() if cache is not None else 0
             input_ids, attention = middle_padded(prompts, shared, pad_id)
-            extra = {cache_keyword(): batch_cache(cache, len(prompts))} if cache is not None else {}
+            # Either way the cache grows in place as tokens are generated (runtime.agent.kv_cache).
+            extra = {cache_keyword(): growing(batch_cache(cache, len(prompts))) if cache is not None
+                     else growing_cache(self.model)}
             width = input_ids.shape[1]
             if self.copy_bias:
                 from transformers import LogitsProcessorList
