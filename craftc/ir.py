@@ -713,6 +713,14 @@ class EvalSpec(Node):
         0.0, ge=0, le=20, exclude_if=_omitted_at(0.0),
         description="added to the logit of every token that writes a word of the questions asked so "
         "far, at every generated token, in every arm (0: plain greedy decoding)")
+    # How many conversations one `generate` call decodes together. Greedy decoding gives the
+    # same tokens at any size up to float rounding, so this is a speed setting: larger batches
+    # pay the per-token cost of a decoding step once for more rows (docs/evaluation.md,
+    # "Decoding appends to the cache in place"). vLLM schedules its own batches.
+    batch: int = Field(
+        8, ge=1, le=1024, exclude_if=_omitted_at(8),
+        description="conversations each arm decodes in one batch with transformers (a speed setting; "
+        "vLLM schedules its own)")
     # `tokens` trains the stuffed baseline on the same accepted trajectories for the same
     # number of training tokens (each stuffed example is several times longer, so it sees
     # fewer epochs); `steps` gives it the same examples, epochs and optimiser steps.

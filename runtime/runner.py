@@ -78,7 +78,7 @@ LOGICAL_READERS = {"distill", "gate", "dataset", "grpo"}
 
 # Eval settings that change only how eval decodes, not which instances are drawn, held out
 # or trained on: the distill and dataset steps do not read them.
-EVAL_DECODING = ("copy_bias",)
+EVAL_DECODING = ("copy_bias", "batch")
 
 # Steps whose metrics go to the recipe's tracker (`track`): the funnel, training, eval.
 TRACKED_STEPS = ("gate", "sft", "grpo", "eval")

@@ -224,7 +224,7 @@ def run_eval(ctx):
                 episodes = evaluate_arm(arm, models[arm](), tasks, references, prompts[arm], sandbox,
                                         fmt, builder["max_turns"], wording, terms, max_new, engine=engine,
                                         catalog=catalog, progress=progress, earlier_turns=earlier_turns,
-                                        copy_bias=recipe.eval.copy_bias)
+                                        copy_bias=recipe.eval.copy_bias, batch_size=recipe.eval.batch)
             (ctx.out_dir / "episodes" / f"{arm}.jsonl").write_text(
                 "".join(json.dumps(e.to_dict(), sort_keys=True) + "\n" for e in episodes))
             results[arm] = split_summaries(episodes, ctx.seed)

@@ -122,12 +122,13 @@ def test_json_and_markdown_carry_the_same_facts(tmp_path, hello_files):
     assert "<details><summary><code>! stages/sft/trl_config.json</code></summary>" in full
 
 
-def test_a_decoding_setting_of_eval_reruns_eval_and_report_only(tmp_path, hello_files):
-    # `copy_bias` changes how eval generates, not which instances are drawn or trained on.
-    after = compile_edited(tmp_path, edit_recipe=lambda t: t.replace("instances 2 }", "instances 2  copy_bias 3 }"))
+@pytest.mark.parametrize("setting, value", [("copy_bias", 3.0), ("batch", 16)])
+def test_a_decoding_setting_of_eval_reruns_eval_and_report_only(tmp_path, hello_files, setting, value):
+    # `copy_bias` and `batch` change how eval generates, not which instances are drawn or trained on.
+    after = compile_edited(tmp_path, edit_recipe=lambda t: t.replace("instances 2 }", f"instances 2  {setting} {value:g} }}"))
     diff = diff_sides(side("a", hello_files), side("b", after))
     [block] = diff.resources
-    assert [(a.key, a.old, a.new) for a in block.attributes] == [("copy_bias", None, 3.0)]
+    assert [(a.key, a.old, a.new) for a in block.attributes] == [(setting, None, value)]
     data = json.loads(render_json(diff))
     assert [r["step"] for r in data["reruns"] if r["rerun"]] == ["eval", "report"]
     assert data["retrain"] is False

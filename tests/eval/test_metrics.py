@@ -147,6 +147,29 @@ def test_evaluate_arm_decodes_with_the_plans_copy_bias(sandbox, tiny_model, tmp_
     assert first.text.strip() and set(first.text) <= set("Top 2 campaigns by budget")
 
 
+def test_evaluate_arm_decodes_the_plans_batch_of_conversations_per_call(sandbox, tiny_model, tmp_path):
+    # `eval { batch N }`: the first questions of three instances go to the model two at a time.
+    model, tok = tiny_model
+    model.save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    tasks = [AgentTask.from_dict(task_dict(n, f"t{n}")) for n in (1, 2, 3)]
+
+    class Calls:
+        def __init__(self):
+            self.batches = []
+
+        def calls(self, n):
+            self.batches.append(n)
+
+        def episode(self, episode):
+            pass
+
+    seen = Calls()
+    evaluate_arm("sft_only", tmp_path / "m", tasks, reference_frames(tasks, sandbox), "sys", sandbox, max_turns=1,
+                 terms=TERMS, max_new_tokens=4, batch_size=2, progress=seen)
+    assert seen.batches[:2] == [2, 1]
+
+
 def test_agent_score_per_workflow_keeps_each_split_apart():
     def episode(workflow, split, *passed):
         return Episode(f"{workflow}-{split}", workflow, split,
