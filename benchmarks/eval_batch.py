@@ -16,11 +16,12 @@ e.g. after `make run`: runs/ads_analytics/grpo/final build/ads_analytics runs/ad
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
-from runtime.agent import HFGenerator, load_tasks
+from runtime.agent import HFGenerator
+from runtime.plan import load_plan
+from shared_prefix import first_calls   # benchmarks/, on the path when this file runs as a script
 
 
 def main() -> None:
@@ -37,12 +38,8 @@ def main() -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    plan = json.loads((args.plan_dir / "plan.json").read_text())
-    copy_bias = plan["recipe"].get("eval", {}).get("copy_bias", 0.0)
-    builder = json.loads((args.plan_dir / "specs/input_builder.json").read_text())
-    system = (args.plan_dir / builder["modes"][builder["eval_arms"][args.arm]]["system_prompt"]).read_text()
-    tasks = load_tasks(args.run_dir / "dataset/dataset/eval_instances.json")[: args.rows]
-    batch = [[{"role": "system", "content": system}, {"role": "user", "content": t.turns[0].ask}] for t in tasks]
+    copy_bias = load_plan(args.plan_dir).recipe.eval.copy_bias
+    batch = first_calls(args.plan_dir, args.run_dir, args.arm, args.rows)
     tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
     model = AutoModelForCausalLM.from_pretrained(args.model_dir, dtype=torch.float32)
     print(f"model {args.model_dir}, arm {args.arm}, {len(batch)} first calls, up to {args.new_tokens} new tokens, "

@@ -39,6 +39,14 @@ class ReadCounter:
         self.read += int(ids.numel()) if ids is not None else 0
 
 
+def first_calls(plan_dir: Path, run_dir: Path, arm: str, rows: int) -> list[list[dict]]:
+    """The first calls of an eval arm: its system prompt and the first ``rows`` held-out questions."""
+    builder = json.loads((plan_dir / "specs/input_builder.json").read_text())
+    system = (plan_dir / builder["modes"][builder["eval_arms"][arm]]["system_prompt"]).read_text()
+    tasks = load_tasks(run_dir / "dataset/dataset/eval_instances.json")[:rows]
+    return [[{"role": "system", "content": system}, {"role": "user", "content": t.turns[0].ask}] for t in tasks]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model_dir", type=Path)
@@ -52,10 +60,7 @@ def main() -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    builder = json.loads((args.plan_dir / "specs/input_builder.json").read_text())
-    system = (args.plan_dir / builder["modes"][builder["eval_arms"][args.arm]]["system_prompt"]).read_text()
-    tasks = load_tasks(args.run_dir / "dataset/dataset/eval_instances.json")[: args.rows]
-    batch = [[{"role": "system", "content": system}, {"role": "user", "content": t.turns[0].ask}] for t in tasks]
+    batch = first_calls(args.plan_dir, args.run_dir, args.arm, args.rows)
     tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
     model = AutoModelForCausalLM.from_pretrained(args.model_dir, dtype=torch.float32)
     counter = ReadCounter(model)

@@ -2,10 +2,10 @@
 
 ``transformers``' ``DynamicLayer`` grows by ``torch.cat``: every generated token copies
 every key and value cached so far, for every layer. With the stuffed baseline's ~5,000-token
-schema prompt that copy, not the attention, is most of a decoding step on a CPU: 68% of its
-CPU time at batch 32 (``torch.profiler``, the default profile's stuffed model). ``GrowingLayer`` keeps the
-keys and values in a buffer with spare room, doubled when it runs out, and hands the
-attention a view of the filled part: the same tensors by value, so decoding is bit for bit
+schema prompt that copy, not the attention, is most of a decoding step on a CPU: 68% of
+its CPU time at batch 32 (``torch.profiler``, the default profile's stuffed model).
+``GrowingLayer`` keeps the keys and values in a buffer with spare room, doubled when it
+runs out, and hands the attention a view of the filled part: the same tensors by value, so decoding is bit for bit
 the same (tests/agent/test_kv_cache.py), at a copy per doubling instead of per token.
 ``benchmarks/eval_batch.py`` times whole eval calls with it.
 
@@ -15,7 +15,8 @@ linear-attention state keeps the layer its model chose.
 
 from __future__ import annotations
 
-from transformers.cache_utils import DynamicLayer   # imported where generation starts (HFGenerator)
+# Imported by HFGenerator when it first decodes, so `import runtime.agent` stays light.
+from transformers.cache_utils import DynamicLayer
 
 __all__ = ["GrowingLayer", "growing", "growing_cache"]
 
