@@ -570,6 +570,13 @@ CODES: dict[str, CodeInfo] = {
                "shaped the gate.",
                "gate output { reject empty, mismatch  agree 50% }   # every workflow has a solution",
                "profile hidden {\n  references hidden\n  gate output { agree 50% }\n}"),
+    "E527": _c("concurrent arms on GPUs",
+               "An sft stage sets `arms concurrent` and trains on GPUs (`gpus` above 0).",
+               "Concurrent arms split a machine's CPU cores between the craft arm and the stuffed baseline; "
+               "two runs placed on the same GPUs would contend for their memory, and nothing divides GPUs "
+               "between arms.",
+               "stage sft { gpus 8  arms concurrent }",
+               "stage sft { gpus 8 }   # or gpus 0 to train both arms at once on CPU"),
     # ------------------------------------------------------------ importing schemas (craftc import)
     "E901": _c("import source does not exist",
                "The database, SQL file or dbt project named for `craftc import` is not there.",

@@ -31,6 +31,7 @@ def check_stages(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None
         _check_from(s, block, stages, sink)
         _check_processes(s, block, sink)
         _check_precision(s, block, sink)
+        _check_arms(s, block, sink)
         _check_batch(s, block, sink)
         _check_mask(s, block, sink)
         check_engine(s, block, sink)
@@ -98,6 +99,15 @@ def _check_precision(s: Stage, block: Block | None, sink) -> None:
                    "is 0: CPU stages train in float32",
                    setting_span(block, "mixed_precision") or (block.name_span if block else None),
                    "remove `mixed_precision` to train on CPU, or set `gpus` to the GPUs per node")
+
+
+def _check_arms(s: Stage, block: Block | None, sink) -> None:
+    # The step divides CPU threads between the arms; it has no way to divide GPUs.
+    if isinstance(s, SFTStage) and s.arms == "concurrent" and s.gpus:
+        sink.error("E527", f"stage `{s.name}`: `arms concurrent` shares CPU cores between the two arms, and the "
+                   f"stage trains on {s.gpus} GPU(s) per node",
+                   setting_span(block, "arms") or (block.name_span if block else None),
+                   "remove `arms concurrent` (the arms then train one after the other), or set `gpus 0`")
 
 
 def _per_node(s: Stage) -> tuple[int, str]:

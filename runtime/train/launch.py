@@ -16,11 +16,12 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 from collections import deque
 from pathlib import Path
 
-__all__ = ["LaunchError", "PreflightError", "launch_env", "launch_stage", "preflight", "run_launch",
-           "stage_command"]
+__all__ = ["LaunchError", "PreflightError", "concurrent_threads", "launch_env", "launch_stage",
+           "launch_stages_concurrently", "preflight", "run_launch", "run_launches", "stage_command"]
 
 _GPU_MODES = ("ddp", "fsdp2", "zero3")
 
@@ -61,6 +62,108 @@ def launch_stage(ctx, step: str, stage_name: str, step_config: Path) -> list[str
     if not ctx.launch:
         ctx.console.print(f"launch by hand: {shlex.join(final)}")
     return final
+
+
+def launch_stages_concurrently(ctx, step: str, stage_name: str, step_configs: dict[str, Path],
+                               processes: int = 1) -> dict[str, list[str]]:
+    """Run the stage's `launch.sh` once per step config, all at the same time, sharing the cores.
+
+    Each launch gets `OMP_NUM_THREADS` from :func:`concurrent_threads` (accelerate reads it as
+    `--num_cpu_threads_per_process`), so together they use the machine's cores once over.
+
+    Returns:
+        Each config's command as it reads once the step dir is in place, by name.
+    """
+    script = ctx.artifact(f"stages/{stage_name}/launch.sh")
+    ctx.artifact(f"stages/{stage_name}/accelerate.yaml")
+    if ctx.launch:
+        threads = concurrent_threads(len(step_configs) * processes)
+        ctx.console.print(f"{' and '.join(step_configs)} train at the same time, {threads} CPU thread(s) per "
+                          "process; each output line starts with its name")
+        run_launches({name: stage_command(script, config) for name, config in step_configs.items()},
+                     env={**launch_env(), "OMP_NUM_THREADS": str(threads)})
+    finals = {name: stage_command(script, ctx.run_dir / step / config.relative_to(ctx.out_dir))
+              for name, config in step_configs.items()}
+    if not ctx.launch:
+        for final in finals.values():
+            ctx.console.print(f"launch by hand: {shlex.join(final)}")
+    return finals
+
+
+def concurrent_threads(processes: int) -> int:
+    """CPU threads for each of `processes` training processes that run at once.
+
+    A thread count already set in `OMP_NUM_THREADS` is kept (as accelerate keeps it); otherwise
+    the machine's physical cores are divided between the processes, at least one each.
+    """
+    import psutil
+
+    if os.environ.get("OMP_NUM_THREADS", "").isdigit() and int(os.environ["OMP_NUM_THREADS"]) > 0:
+        return int(os.environ["OMP_NUM_THREADS"])
+    cores = psutil.cpu_count(logical=False) or os.cpu_count() or 1
+    return max(1, cores // processes)
+
+
+def run_launches(cmds: dict[str, list[str]], cwd: str | os.PathLike | None = None, env: dict | None = None,
+                 tail_lines: int = 40) -> None:
+    """Run several commands at once, each output line prefixed with `[name] `, and raise if one fails.
+
+    When one fails the others are stopped (their step dir is a temporary one the runner discards),
+    and the error names the failed command and repeats its last output lines.
+
+    Raises:
+        LaunchError: For the first command that failed.
+    """
+    full_env = {**os.environ, **(env or {})}
+    procs: dict[str, subprocess.Popen] = {}
+    tails = {name: deque(maxlen=tail_lines) for name in cmds}
+    write = threading.Lock()
+    relays: list[threading.Thread] = []
+    stopped: list[str] = []
+
+    def relay(name: str, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            with write:
+                sys.stdout.write(f"[{name}] {line}")
+                sys.stdout.flush()
+            tails[name].append(line.rstrip("\n"))
+
+    try:
+        for name, cmd in cmds.items():
+            print(f"[{name}] + " + shlex.join(cmd), flush=True)
+            try:
+                procs[name] = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdout=subprocess.PIPE,
+                                               stderr=subprocess.STDOUT, text=True, bufsize=1)
+            except FileNotFoundError as exc:
+                raise LaunchError(f"cannot start `{cmd[0]}`: {exc}. Is accelerate installed in this "
+                                  "environment?") from exc
+        relays = [threading.Thread(target=relay, args=item, daemon=True) for item in procs.items()]
+        for relay_thread in relays:
+            relay_thread.start()
+        failed: str | None = None
+        while failed is None and any(proc.poll() is None for proc in procs.values()):
+            failed = next((name for name, proc in procs.items() if proc.poll() not in (None, 0)), None)
+            if failed is None:
+                threading.Event().wait(0.2)
+        failed = failed or next((name for name, proc in procs.items() if proc.returncode != 0), None)
+    finally:
+        for name, proc in procs.items():     # a failure, or an interrupt: stop what still runs
+            if proc.poll() is None:
+                stopped.append(name)
+                proc.terminate()
+        for proc in procs.values():
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    for relay_thread in relays:
+        relay_thread.join(timeout=5)
+    if failed is not None:
+        raise LaunchError(f"training launch `{failed}` failed with exit code {procs[failed].returncode}: "
+                          f"{shlex.join(cmds[failed])}" + (f" (stopped {', '.join(stopped)})" if stopped else "")
+                          + "\nlast output:\n  " + "\n  ".join(tails[failed]))
 
 
 def run_launch(cmd: list[str], cwd: str | os.PathLike | None = None, env: dict | None = None,

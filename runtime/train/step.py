@@ -167,7 +167,7 @@ def _relative(path: Path, start: Path) -> str:
 
 
 def run_sft_step(ctx: StepContext) -> StepResult:
-    from runtime.train.launch import PreflightError, launch_stage, preflight
+    from runtime.train.launch import PreflightError, launch_stage, launch_stages_concurrently, preflight
 
     stage = sft_stage(ctx.plan.recipe)
     data_dir = ctx.input(DATASET_DIR)
@@ -238,6 +238,7 @@ def run_sft_step(ctx: StepContext) -> StepResult:
             ctx.console.print(f"sft: warm-up: {len(counted.cuts):,} examples, {counted.renamed:,} of them renamed "
                               f"first turns{through} (`prefix_renames {curriculum['renames']}`); {counted.not_renamed:,} "
                               "conversations get no renamed copy: their first question names none of their names")
+    configs: dict[str, Path] = {}
     for arm, mode in ARMS:
         max_length = arm_max_length(trl_kwargs["max_length"], context, longest[mode], longest["stripped"])
         # The two values the step measures instead of compiling; the config records them.
@@ -268,10 +269,14 @@ def run_sft_step(ctx: StepContext) -> StepResult:
         if prefix_overrides is not None:
             config["prefix_overrides"] = prefix_overrides
         config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        ctx.console.print(f"[bold]{arm}[/] ({mode} input)")
-        metrics["commands"][arm] = launch_stage(ctx, "sft", stage.name, config_path)
-        if ctx.launch:
-            metrics[arm] = _arm_summary(ctx, ctx.out_dir, arm)
+        configs[arm] = config_path
+        if stage.arms == "sequential":
+            ctx.console.print(f"[bold]{arm}[/] ({mode} input)")
+            metrics["commands"][arm] = launch_stage(ctx, "sft", stage.name, config_path)
+    if stage.arms == "concurrent":
+        metrics["commands"] = launch_stages_concurrently(ctx, "sft", stage.name, configs, processes)
+    if ctx.launch:
+        metrics.update({arm: _arm_summary(ctx, ctx.out_dir, arm) for arm, _ in ARMS})
     return StepResult(metrics=metrics, outputs=tuple(sft_final(arm).path for arm, _ in ARMS) if ctx.launch else ())
 
 

@@ -7,10 +7,12 @@ import json
 import shlex
 import subprocess
 import sys
+import time
 
 import pytest
 
-from runtime.train.launch import LaunchError, PreflightError, launch_env, preflight, run_launch, stage_command
+from runtime.train.launch import (LaunchError, PreflightError, concurrent_threads, launch_env, preflight, run_launch,
+                                  run_launches, stage_command)
 
 CPU_DDP_SFT = "stage sft  { base tiny_moe  steps 3  lr 3e-3  batch 4  per_device_batch 2  max_length 1024  " \
               "parallel ddp  gpus 0  processes 2 }"
@@ -99,3 +101,37 @@ def _project_root():
     from pathlib import Path
 
     return Path(__file__).resolve().parents[2]
+
+
+def test_concurrent_launches_run_at_the_same_time_and_prefix_each_line_with_their_name(tmp_path, capsys):
+    # Each command writes a file and waits for the other's: they finish only if both run at once.
+    def waits_for(me: str, other: str) -> list[str]:
+        code = (f"import pathlib, time; d = pathlib.Path({str(tmp_path)!r}); (d / {me!r}).touch(); "
+                f"t = time.time()\nwhile not (d / {other!r}).exists() and time.time() - t < 20: time.sleep(0.05)\n"
+                f"print('saw', {other!r}, (d / {other!r}).exists())")
+        return [sys.executable, "-c", code]
+
+    run_launches({"craft": waits_for("craft", "stuffed"), "stuffed": waits_for("stuffed", "craft")})
+    out = capsys.readouterr().out
+    assert "[craft] saw stuffed True" in out and "[stuffed] saw craft True" in out
+
+
+def test_a_failing_concurrent_launch_stops_the_other_and_names_itself(tmp_path):
+    started = time.monotonic()
+    with pytest.raises(LaunchError) as err:
+        run_launches({"craft": [sys.executable, "-c", "import time; time.sleep(60)"],
+                      "stuffed": [sys.executable, "-c", "print('out of memory at step 2'); raise SystemExit(4)"]})
+    message = str(err.value)
+    assert "`stuffed` failed with exit code 4" in message and "out of memory at step 2" in message
+    assert "(stopped craft)" in message
+    assert time.monotonic() - started < 30          # the sleeping arm was stopped, not waited for
+
+
+def test_concurrent_arms_share_the_physical_cores_unless_the_thread_count_is_set(monkeypatch):
+    import psutil
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 8)
+    assert (concurrent_threads(2), concurrent_threads(4), concurrent_threads(16)) == (4, 2, 1)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert concurrent_threads(2) == 3
