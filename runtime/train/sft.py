@@ -282,7 +282,7 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         prefix_overrides: The warm-up's `max_steps` where the step measured it (the stuffed arm).
 
     Returns:
-        `{"first_loss", "last_loss", "steps", "world_size", "train_runtime_s", "num_tokens",
+        `{"first_loss", "last_loss", "steps", "world_size", "cpu_threads", "train_runtime_s", "num_tokens",
         "tokens_per_s", "resumed_from", "final_dir", "adapter", "adapter_dir",
         "trainable_parameters", "total_parameters"}`.
 
@@ -340,6 +340,8 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         "last_loss": losses[-1] if losses else None,
         "steps": trainer.state.global_step,
         "world_size": trainer.args.world_size,
+        # the CPU threads each process trained with (accelerate's, from OMP_NUM_THREADS)
+        "cpu_threads": torch.get_num_threads(),
         "train_runtime_s": round(result.metrics.get("train_runtime", wall), 3),
         "num_tokens": int(tokens),
         "tokens_per_s": round(tokens / wall, 1) if tokens and wall > 0 else None,

@@ -44,6 +44,7 @@ class SmokeRun:
     work: Path
     plan: Path
     run_dir: Path
+    output: str          # what `craftc run` printed (stdout, then stderr)
 
 
 @pytest.fixture(scope="session")
@@ -55,4 +56,4 @@ def smoke_run(tmp_path_factory) -> SmokeRun:
     assert compiled.returncode == 0, compiled.stderr
     ran = craftc("run", plan, "--run-dir", run_dir, cwd=work)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
-    return SmokeRun(work, plan, run_dir)
+    return SmokeRun(work, plan, run_dir, ran.stdout + ran.stderr)

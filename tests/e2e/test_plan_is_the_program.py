@@ -182,6 +182,23 @@ def test_per_device_batch_drives_the_launched_trainer(base):
     assert (args["batch"].per_device_train_batch_size, args["batch"].gradient_accumulation_steps) == (1, 2)
 
 
+def test_concurrent_arms_train_side_by_side_and_sequential_arms_one_after_the_other(base, smoke_run):
+    work, plan, run = base
+    # The smoke profile keeps the default block's `arms concurrent`: both launches ran at once,
+    # each line of their output under its arm's name.
+    assert "craft and stuffed train at the same time" in smoke_run.output
+    assert "[craft] + bash" in smoke_run.output and "[stuffed] + bash" in smoke_run.output
+    edited = compile_variant(work, "arms", "max_length 2304  arms concurrent }", "max_length 2304  arms sequential }")
+    assert 'arms "concurrent" (removed)' in diff_text(work, plan, edited)
+    new_run = run_dir_from(run, work / "runs" / "arms")
+    ran = craftc("run", edited, "--run-dir", new_run, "--only", "sft", cwd=work)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert "[craft]" not in ran.stdout and "train at the same time" not in ran.stderr
+    assert ran.stdout.index("sft/craft_config.json") < ran.stdout.index("sft/stuffed_config.json")
+    trained = {arm: json.loads((new_run / "sft" / arm / "sft_summary.json").read_text()) for arm in ("craft", "stuffed")}
+    assert trained["craft"]["steps"] == 4 and trained["stuffed"]["steps"] >= 1
+
+
 def test_each_stage_launches_by_hand_from_another_directory_and_the_run_goes_on(base, tmp_path):
     work, plan, run = base
     new_run = run_dir_from(run, work / "runs" / "handoff")
