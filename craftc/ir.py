@@ -642,7 +642,8 @@ class GRPOStage(StageBase):
     vllm_mode: Literal["colocate", "server"] = Field("colocate", description="grpo: how vLLM runs "
                                                      "(`rollout vllm, MODE`; E523 with another rollout)")
     measure: int = Field(32, ge=0, le=100000, description="grpo: training rows measured before and "
-                         "after training, greedily and with `group` samples each (a seeded sample)",
+                         "after training, greedily and with `group` samples each (a seeded sample), decoded "
+                         "`per_device_batch` at a time",
                          json_schema_extra=_surface(engine="trl"))
     # A conversation's later turns continue from what the policy itself wrote earlier
     # (what it meets at inference); `reference` conditions them on the reference turns.

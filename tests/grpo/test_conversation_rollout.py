@@ -149,3 +149,23 @@ def test_verls_rows_compact_earlier_turns_exactly_as_trls_rows_do(sandbox):
                    sandbox, spec, "compact")
     _, plays = build_rows(GRPOJob(**JOB, stage=job("reference").stage, earlier_turns="compact"), sandbox, [task])
     assert [row["prompt"] for row in verl] == [plays["top_budget-0/0"].prompt, plays["top_budget-0/1"].prompt]
+
+
+def test_measuring_decodes_a_stages_per_device_batch_of_rollouts_per_call(tiny_model, sandbox, monkeypatch):
+    """Before and after training, the probe rows are decoded as many at a time as a training step's
+    rollouts of one process: the stage's `per_device_batch`, not a constant of the measuring code."""
+    from runtime.agent import generate as generate_module
+    from runtime.train.grpo.measuring import measure
+
+    model, tok = tiny_model
+    stage = {"group": 2, "max_turns": 1, "max_new_tokens": 4, "temperature": 1.0, "history": "policy",
+             "per_device_batch": 3}
+    measured = GRPOJob(**JOB, stage=stage)
+    tasks = [AgentTask.from_dict(task_dict(2, f"top_budget-{i}")) for i in range(2)]
+    _, plays = build_rows(measured, sandbox, tasks)
+    calls = []
+    real = generate_module.HFGenerator._batch
+    monkeypatch.setattr(generate_module.HFGenerator, "_batch",
+                        lambda self, conversations: calls.append(len(conversations)) or real(self, conversations))
+    measure(measured, model, tok, sandbox, list(plays.values()), samples=2)   # 2 rows x 2 samples
+    assert calls[0] == 3 and sum(calls[:2]) == 4      # the first model call: 3 of the 4 rollouts, then 1

@@ -28,7 +28,11 @@ def measure(job: GRPOJob, model, tokenizer, sandbox, probe: list[RolloutTask], t
     from runtime.agent import HFGenerator
 
     spec = reward_spec(job)
-    generate = HFGenerator(model, tokenizer, max_new_tokens=job.stage["max_new_tokens"], batch_size=8,
+    # As many conversations per generate call as a training step's rollouts of one process
+    # (runtime.train.grpo.rollout decodes a step's prompts together): the stage's setting,
+    # not a constant of this module.
+    generate = HFGenerator(model, tokenizer, max_new_tokens=job.stage["max_new_tokens"],
+                           batch_size=job.stage["per_device_batch"],
                            do_sample=samples > 0, temperature=job.stage["temperature"], frozen=True)
     tasks = [task for task in probe for _ in range(max(samples, 1))]
     torch.manual_seed(job.seed)
