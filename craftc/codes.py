@@ -577,13 +577,6 @@ CODES: dict[str, CodeInfo] = {
                "between arms.",
                "stage sft { gpus 8  arms concurrent }",
                "stage sft { gpus 8 }   # or gpus 0 to train both arms at once on CPU"),
-    "E528": _c("decoding batch with a vLLM rollout",
-               "The eval block sets `batch` to other than its default (8), and the GRPO stage rolls out with "
-               "vLLM (`rollout vllm`), which eval then generates with.",
-               "`eval { batch }` sizes the batches transformers decodes; vLLM schedules its own, so nothing "
-               "would read it, and a reviewer of the plan would believe it shaped the run.",
-               "stage grpo { rollout vllm }\neval { batch 32 }",
-               "stage grpo { rollout vllm }\neval { holdout 20% }"),
     # ------------------------------------------------------------ importing schemas (craftc import)
     "E901": _c("import source does not exist",
                "The database, SQL file or dbt project named for `craftc import` is not there.",

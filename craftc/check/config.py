@@ -5,7 +5,7 @@ from __future__ import annotations
 from craftc.check.names import report_duplicates, unknown_name
 from craftc.diagnostics import DiagnosticSink, did_you_mean
 from craftc.setting_keys import BLOCK_KEYS
-from craftc.ir import BUILTIN_JUDGES, GATE_ORDER, GENERAL_ONLY, REWARD_COMPONENTS, TEACHER_ONLY, EvalSpec, Recipe
+from craftc.ir import BUILTIN_JUDGES, GATE_ORDER, GENERAL_ONLY, REWARD_COMPONENTS, TEACHER_ONLY, Recipe
 from craftc.lower import find_setting, setting_span
 from craftc.syntax import Block, RecipeDecl
 
@@ -182,16 +182,6 @@ def _check_eval(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None:
     block = next(iter(_blocks(decl, "eval")[-1:]), None)
     if block is None:
         return
-    # Eval decodes with the engine the first GRPO stage rolls out with (runtime.eval.step).
-    # vLLM schedules its own batches: a size other than the default would be carried in the
-    # plan and read by nothing (the default is left out of plan.json).
-    rollout = next((st.rollout for st in recipe.stages if st.kind == "grpo"), "transformers")
-    if rollout == "vllm" and recipe.eval.batch != EvalSpec.model_fields["batch"].default:
-        setting = find_setting(block.settings, "batch")
-        sink.error("E528", f"eval: `batch {recipe.eval.batch}` is the decoding batch of transformers, and eval "
-                   "generates with `rollout vllm`, which schedules its own batches",
-                   setting.key_span if setting else block.name_span,
-                   "remove `batch` from eval (a profile: `batch 8`, the default), or roll out with transformers")
     for s in block.settings:
         if s.key == "holdout" and s.values and s.values[0].kind in ("number", "percent"):
             value = s.values[0].python
