@@ -616,9 +616,10 @@ class SFTStage(StageBase):
         "the reasoning block restates the rewritten question (runtime.train.question_dropout); 0: none",
         json_schema_extra=_surface(type="fraction"))
     # The craft arm and the stuffed baseline train on their own data from the same base: two
-    # independent runs. A model as small as tiny_moe keeps 2 CPU cores only partly busy (one
-    # thread trains at 0.7-0.8x the speed of two), so on CPU two one-thread runs at once finish
-    # sooner than two two-thread runs one after the other (docs/training.md, "Both arms at once").
+    # independent runs. A model as small as tiny_moe keeps 2 CPU cores only partly busy (in the
+    # README run one thread trained at 0.6-0.75x the speed of two), so on CPU two one-thread runs
+    # at once finish sooner than two two-thread runs one after the other (docs/training.md,
+    # "Both arms at once").
     arms: Literal["sequential", "concurrent"] = Field(
         "sequential", exclude_if=_omitted_at("sequential"),
         description="sft: how the two arms train: `sequential`, one after the other, each with every CPU "

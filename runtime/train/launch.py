@@ -17,6 +17,7 @@ import shlex
 import subprocess
 import sys
 import threading
+import time
 from collections import deque
 from pathlib import Path
 
@@ -57,11 +58,25 @@ def launch_stage(ctx, step: str, stage_name: str, step_config: Path) -> list[str
     ctx.artifact(f"stages/{stage_name}/accelerate.yaml")      # read by accelerate, through launch.sh
     if ctx.launch:
         run_launch(stage_command(script, step_config), env=launch_env())
+    return _final_command(ctx, step, script, step_config)
+
+
+def _final_command(ctx, step: str, script: Path, step_config: Path) -> list[str]:
+    """The launch command as it reads once the step dir is in place; printed under `--no-launch`."""
     # The step dir is renamed into place when the step ends: name the config where it will be.
     final = stage_command(script, ctx.run_dir / step / step_config.relative_to(ctx.out_dir))
     if not ctx.launch:
         ctx.console.print(f"launch by hand: {shlex.join(final)}")
     return final
+
+
+def _start(cmd: list[str], cwd, env: dict) -> subprocess.Popen:
+    """`cmd` started with its output (stderr too) on a line-buffered pipe."""
+    try:
+        return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, bufsize=1)
+    except FileNotFoundError as exc:
+        raise LaunchError(f"cannot start `{cmd[0]}`: {exc}. Is accelerate installed in this environment?") from exc
 
 
 def launch_stages_concurrently(ctx, step: str, stage_name: str, step_configs: dict[str, Path],
@@ -82,12 +97,7 @@ def launch_stages_concurrently(ctx, step: str, stage_name: str, step_configs: di
                           "process; each output line starts with its name")
         run_launches({name: stage_command(script, config) for name, config in step_configs.items()},
                      env={**launch_env(), "OMP_NUM_THREADS": str(threads)})
-    finals = {name: stage_command(script, ctx.run_dir / step / config.relative_to(ctx.out_dir))
-              for name, config in step_configs.items()}
-    if not ctx.launch:
-        for final in finals.values():
-            ctx.console.print(f"launch by hand: {shlex.join(final)}")
-    return finals
+    return {name: _final_command(ctx, step, script, config) for name, config in step_configs.items()}
 
 
 def concurrent_threads(processes: int) -> int:
@@ -132,12 +142,7 @@ def run_launches(cmds: dict[str, list[str]], cwd: str | os.PathLike | None = Non
     try:
         for name, cmd in cmds.items():
             print(f"[{name}] + " + shlex.join(cmd), flush=True)
-            try:
-                procs[name] = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdout=subprocess.PIPE,
-                                               stderr=subprocess.STDOUT, text=True, bufsize=1)
-            except FileNotFoundError as exc:
-                raise LaunchError(f"cannot start `{cmd[0]}`: {exc}. Is accelerate installed in this "
-                                  "environment?") from exc
+            procs[name] = _start(cmd, cwd, full_env)
         relays = [threading.Thread(target=relay, args=item, daemon=True) for item in procs.items()]
         for relay_thread in relays:
             relay_thread.start()
@@ -145,7 +150,7 @@ def run_launches(cmds: dict[str, list[str]], cwd: str | os.PathLike | None = Non
         while failed is None and any(proc.poll() is None for proc in procs.values()):
             failed = next((name for name, proc in procs.items() if proc.poll() not in (None, 0)), None)
             if failed is None:
-                threading.Event().wait(0.2)
+                time.sleep(0.2)
         failed = failed or next((name for name, proc in procs.items() if proc.returncode != 0), None)
     finally:
         for name, proc in procs.items():     # a failure, or an interrupt: stop what still runs
@@ -182,11 +187,7 @@ def run_launch(cmd: list[str], cwd: str | os.PathLike | None = None, env: dict |
     print("+ " + shlex.join(cmd), flush=True)
     full_env = {**os.environ, **(env or {})}
     tail: deque[str] = deque(maxlen=tail_lines)
-    try:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, bufsize=1)
-    except FileNotFoundError as exc:
-        raise LaunchError(f"cannot start `{cmd[0]}`: {exc}. Is accelerate installed in this environment?") from exc
+    proc = _start(cmd, cwd, full_env)
     assert proc.stdout is not None
     for line in proc.stdout:
         sys.stdout.write(line)

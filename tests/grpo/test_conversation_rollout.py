@@ -16,7 +16,8 @@ JOB = dict(model_dir="m", instances="i", warehouse="w", out_dir="o", system_prom
 
 
 def job(history: str) -> GRPOJob:
-    stage = {"group": 2, "max_turns": 2, "max_new_tokens": 12, "temperature": 1.0, "history": history}
+    stage = {"group": 2, "max_turns": 2, "max_new_tokens": 12, "temperature": 1.0, "history": history,
+             "per_device_batch": 2}
     return GRPOJob(**JOB, stage=stage)
 
 

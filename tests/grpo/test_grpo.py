@@ -15,7 +15,8 @@ TRL = {"learning_rate": 1e-4, "max_steps": 3, "num_generations": 2, "per_device_
        "save_steps": 50, "save_total_limit": 2, "seed": 0, "data_seed": 0, "use_cpu": True, "bf16": False,
        "fp16": False, "activation_checkpointing": False, "report_to": "none", "dataloader_num_workers": 0,
        "disable_tqdm": True, "reward_weights": list(WEIGHTS.values())}
-STAGE = {"group": 2, "max_turns": 2, "max_new_tokens": 16, "temperature": 1.0, "history": "policy", "measure": 2}
+STAGE = {"group": 2, "max_turns": 2, "max_new_tokens": 16, "temperature": 1.0, "history": "policy", "measure": 2,
+         "per_device_batch": 2}
 PLAIN = {"wording": {"user": "{ask}", "tool": "Output of the CODE block:\n{output}"},
          "fmt": {"think": "THINK", "plan": "PLAN", "code": "CODE", "answer": "ANSWER"}, "workers": 2, "secret_env": [], "seed": 0}
 

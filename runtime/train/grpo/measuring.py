@@ -7,16 +7,12 @@ score a training rollout.
 
 from __future__ import annotations
 
-from craftc.ir import StageBase
 from runtime.train.grpo.job import GRPOJob, reward_spec
 from runtime.train.grpo.rewards import score_episode
 from runtime.train.grpo.rollout import play
 from runtime.train.grpo.rows import RolloutTask
 
 __all__ = ["measure"]
-
-# The IR's default, for a job whose stage dict was written by hand (a plan's always holds it).
-PER_DEVICE_BATCH = StageBase.model_fields["per_device_batch"].default
 
 
 def measure(job: GRPOJob, model, tokenizer, sandbox, probe: list[RolloutTask], terms=None,
@@ -36,7 +32,7 @@ def measure(job: GRPOJob, model, tokenizer, sandbox, probe: list[RolloutTask], t
     # (runtime.train.grpo.rollout decodes a step's prompts together): the stage's setting,
     # not a constant of this module.
     generate = HFGenerator(model, tokenizer, max_new_tokens=job.stage["max_new_tokens"],
-                           batch_size=job.stage.get("per_device_batch", PER_DEVICE_BATCH),
+                           batch_size=job.stage["per_device_batch"],
                            do_sample=samples > 0, temperature=job.stage["temperature"], frozen=True)
     tasks = [task for task in probe for _ in range(max(samples, 1))]
     torch.manual_seed(job.seed)
