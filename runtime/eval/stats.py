@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 
-__all__ = ["wilson", "bootstrap_mean", "paired_ratio"]
+__all__ = ["wilson", "bootstrap_mean", "paired_ratio", "paired_difference"]
 
 
 def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -76,3 +76,21 @@ def paired_ratio(pairs: list[tuple[float, float]], seed: int = 0, resamples: int
     return {"value": round(sum(a for a, _ in pairs) / base, 6),
             "ci": [round(ratios[int(0.025 * kept)], 6), round(ratios[max(int(0.975 * kept) - 1, 0)], 6)],
             "n": n, "dropped": dropped}
+
+
+def paired_difference(pairs: list[tuple[float, float]], seed: int = 0, resamples: int = 2000) -> dict:
+    """Mean of ``arm - baseline`` over the same instances, with a paired 95% bootstrap interval.
+
+    What a cost comparison can still say when the baseline is 0 on every instance and a
+    ratio has no denominator (``paired_ratio`` gives None there).
+
+    Example:
+        >>> paired_difference([(1.0, 0.0), (1.0, 0.0)])
+        {'value': 1.0, 'ci': [1.0, 1.0], 'n': 2}
+    """
+    differences = [a - b for a, b in pairs]
+    if not differences:
+        return {"value": None, "ci": [0.0, 0.0], "n": 0}
+    low, high = bootstrap_mean(differences, seed, resamples)
+    return {"value": round(sum(differences) / len(differences), 6), "ci": [round(low, 6), round(high, 6)],
+            "n": len(differences)}

@@ -9,10 +9,10 @@ from runtime.report.breakdown import build_workflow_table, markdown_failures, ma
 from runtime.report.plots import plot_metric_bars, plot_training_curves
 from runtime.agent import Episode
 from runtime.eval.metrics import instance_values
-from runtime.eval.stats import paired_ratio
+from runtime.eval.stats import paired_difference, paired_ratio
 from runtime.report.table import COST_METRICS, build_table, markdown_table
 
-__all__ = ["build_report", "cost_ratios", "rich_table", "run_report"]
+__all__ = ["build_report", "cost_ratios", "missing_ratios", "rich_table", "run_report"]
 
 SPLITS = ("all", "eval_params", "eval_phrasings", "eval_workflows")
 
@@ -22,7 +22,9 @@ def cost_ratios(episodes_dir: Path, arms: list[str], baseline: str = "stuffed", 
 
     Read from ``eval/episodes/<arm>.jsonl``: instances are paired by id, so the interval
     is over the questions both arms answered. Returns ``{split: {metric: {arm: ratio}}}``
-    (see ``runtime.eval.stats.paired_ratio``); empty when the episodes are missing.
+    (see ``runtime.eval.stats.paired_ratio``); empty when the episodes are missing. A
+    baseline that is 0 on every instance (a stuffed arm that never looks anything up) leaves
+    the ratio None; the ratio then carries the paired difference, arm minus baseline, instead.
     """
     files = {arm: episodes_dir / f"{arm}.jsonl" for arm in arms}
     if not all(f.is_file() for f in files.values()) or baseline not in files:
@@ -41,7 +43,10 @@ def cost_ratios(episodes_dir: Path, arms: list[str], baseline: str = "stuffed", 
                     continue
                 mine = instance_values(chosen[arm], metric)
                 pairs = [(mine[i], base[i]) for i in sorted(mine.keys() & base.keys())]
-                out.setdefault(split, {}).setdefault(metric, {})[arm] = paired_ratio(pairs, seed)
+                ratio = paired_ratio(pairs, seed)
+                if ratio["value"] is None and pairs:
+                    ratio["difference"] = paired_difference(pairs, seed)
+                out.setdefault(split, {}).setdefault(metric, {})[arm] = ratio
     return out
 
 
@@ -80,7 +85,8 @@ def render_markdown(report: dict) -> str:
         asked += f" (`eval {{ limit {limit['per_split']} }}` kept them of {limit['held_out']}, spread over each split)"
     parts = ["# craft results\n", f"{asked}; baseline: `stuffed` "
              "(full schema DDL in every prompt). Rates with 95% Wilson intervals and deltas in "
-             "percentage points; costs with 95% bootstrap intervals and ratios to the baseline, each ratio with a paired bootstrap interval over the instances both arms ran.\n"]
+             "percentage points; costs with 95% bootstrap intervals and ratios to the baseline, each ratio with a paired bootstrap interval over the instances both arms ran "
+             "(where the baseline's cost is 0, the paired difference instead).\n"]
     if report.get("earlier_turns") == "compact":
         parts.append("\nIn every arm a follow-up question saw each earlier turn compacted to its question, last "
                      "CODE and answer (`earlier_turns compact`).\n")
@@ -113,6 +119,25 @@ def render_markdown(report: dict) -> str:
 
         parts.append("\n#" + general_markdown(report["general"]))
     return "".join(parts)
+
+
+def missing_ratios(table: dict) -> list[str]:
+    """One line per cost ratio the table could not give, and what it shows instead.
+
+    >>> cell = {"value": 0.1, "ci": [0.0, 0.2], "no_ratio": "stuffed is 0", "difference": 0.1, "difference_ci": [0.0, 0.2]}
+    >>> missing_ratios({"rows": [{"metric": "discovery_loops", "label": "Discovery loops / turn", "kind": "cost",
+    ...                           "arms": {"craft": cell}}]})
+    ['Discovery loops / turn: no ratio for craft (stuffed is 0); the report gives the paired difference, +0.10 [+0.00, +0.20]']
+    """
+    lines = []
+    for row in table["rows"]:
+        for arm, cell in row["arms"].items():
+            if "no_ratio" not in cell:
+                continue
+            shown = (f"the paired difference, {cell['difference']:+.2f} [{cell['difference_ci'][0]:+.2f}, "
+                     f"{cell['difference_ci'][1]:+.2f}]" if "difference" in cell else "no comparison")
+            lines.append(f"{row['label']}: no ratio for {arm} ({cell['no_ratio']}); the report gives {shown}")
+    return lines
 
 
 def rich_table(table: dict):
@@ -148,5 +173,9 @@ def run_report(ctx):
     ctx.console.print(rich_table(report["tables"]["all"]))
     rows = {r["metric"]: r for r in report["tables"]["all"]["rows"]}
     metrics = {f"{m}_ratio_{arm}": rows[m]["arms"][arm].get("ratio")
-               for m in ("input_tokens", "discovery_loops") for arm in report["arms"] if arm != "stuffed"}
+               for m in COST_METRICS for arm in report["arms"] if arm != "stuffed"}
+    for line in missing_ratios(report["tables"]["all"]):
+        ctx.console.print(f"[yellow]report: {line}[/yellow]")
+    metrics.update({f"{m}_difference_{arm}": rows[m]["arms"][arm]["difference"]
+                    for m in COST_METRICS for arm in report["arms"] if "difference" in rows[m]["arms"][arm]})
     return StepResult(metrics=metrics, outputs=("report.md", "report.json", *plots))

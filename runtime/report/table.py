@@ -27,6 +27,8 @@ def build_table(eval_results: dict, baseline: str = "stuffed", split: str = "all
 
     ``ratios`` (``{metric: {arm: paired_ratio}}``, from the episodes) gives a cost ratio
     its paired interval (``ratio_ci``); without it the ratio is the ratio of the means.
+    Where the baseline's cost is 0 there is no ratio: the cell says so (``no_ratio``) and
+    carries the paired difference from the episodes (``difference``, ``difference_ci``).
     """
     arms = list(eval_results)
     rows = []
@@ -44,6 +46,11 @@ def build_table(eval_results: dict, baseline: str = "stuffed", split: str = "all
                     paired = (ratios or {}).get(metric, {}).get(arm)
                     if paired and paired["value"] is not None:
                         cell["ratio"], cell["ratio_ci"] = round(paired["value"], 4), paired["ci"]
+                    elif cell["ratio"] is None:
+                        cell["no_ratio"] = f"{baseline} is 0"
+                        difference = (paired or {}).get("difference")
+                        if difference and difference["value"] is not None:
+                            cell["difference"], cell["difference_ci"] = difference["value"], difference["ci"]
             cells[arm] = cell
         row = {"metric": metric, "label": label, "kind": kind, "arms": cells}
         if metric in PUBLISHED_RATIOS:
@@ -67,6 +74,11 @@ def _cell_text(cell: dict, kind: str) -> str:
             text += f" ({cell['ratio']:.3f}x [{cell['ratio_ci'][0]:.3f}, {cell['ratio_ci'][1]:.3f}])"
         elif cell.get("ratio") is not None:
             text += f" ({cell['ratio']:.2f}x)"
+        elif "difference" in cell:
+            low, high = cell["difference_ci"]
+            text += f" ({cell['difference']:+.2f} [{low:+.2f}, {high:+.2f}]; no ratio: {cell['no_ratio']})"
+        elif "no_ratio" in cell:
+            text += f" (no ratio: {cell['no_ratio']})"
     return text
 
 

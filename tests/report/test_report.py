@@ -154,6 +154,37 @@ def test_a_ratio_against_a_baseline_of_zero_is_not_shown():
     assert paired_ratio([(1.0, 0.0), (2.0, 0.0)])["value"] is None
 
 
+def test_a_baseline_that_never_looks_anything_up_gets_the_paired_difference_and_a_warning(tmp_path):
+    """A stuffed arm with no discovery calls leaves the loop ratio without a denominator:
+    the table says so and shows craft minus stuffed per turn with its paired interval,
+    and the report step's console names the missing ratio instead of leaving a blank."""
+    from runtime.report.step import cost_ratios, missing_ratios
+    from runtime.report.table import build_table, markdown_table
+
+    episodes = {"craft": [_episode("craft", f"i{k}", 100, k % 2) for k in range(10)],
+                "stuffed": [_episode("stuffed", f"i{k}", 1000, 0) for k in range(10)]}
+    (tmp_path / "episodes").mkdir()
+    for arm, eps in episodes.items():
+        (tmp_path / "episodes" / f"{arm}.jsonl").write_text("".join(json.dumps(e.to_dict()) + "\n" for e in eps))
+    ratios = cost_ratios(tmp_path / "episodes", ["craft", "stuffed"])
+    loops = ratios["all"]["discovery_loops"]["craft"]
+    assert loops["value"] is None
+    assert loops["difference"]["value"] == 0.5 and loops["difference"]["ci"][0] < 0.5 < loops["difference"]["ci"][1]
+    results = {"craft": {"all": {"input_tokens": _metric(100.0, [100.0, 100.0]),
+                                 "discovery_loops": _metric(0.5, [0.2, 0.8])}},
+               "stuffed": {"all": {"input_tokens": _metric(1000.0, [1000.0, 1000.0]),
+                                   "discovery_loops": _metric(0.0, [0.0, 0.0])}}}
+    table = build_table(results, ratios=ratios["all"])
+    cell = next(r for r in table["rows"] if r["metric"] == "discovery_loops")["arms"]["craft"]
+    assert cell["no_ratio"] == "stuffed is 0" and cell["difference"] == 0.5
+    low, high = loops["difference"]["ci"]
+    assert f"0.5 [0.2, 0.8] (+0.50 [{low:+.2f}, {high:+.2f}]; no ratio: stuffed is 0)" in markdown_table(table)
+    assert missing_ratios(table) == [f"Discovery loops / turn: no ratio for craft (stuffed is 0); the report gives "
+                                     f"the paired difference, +0.50 [{low:+.2f}, {high:+.2f}]"]
+    tokens = next(r for r in table["rows"] if r["metric"] == "input_tokens")["arms"]["craft"]
+    assert tokens["ratio"] == 0.1 and "no_ratio" not in tokens
+
+
 def test_a_limited_eval_says_how_many_held_out_instances_it_kept():
     from runtime.report.step import build_report, render_markdown
 
