@@ -80,12 +80,14 @@ def tool_output_text(record: ExecRecord) -> str:
     Example:
         >>> tool_output_text(ExecRecord(ok=False, error_type="BinderError", error_message="no column x\\nLINE 1"))
         'BinderError: no column x'
-        >>> tool_output_text(ExecRecord(ok=False, error_type="CpuLimit", error_message="killed after 1.3 s of CPU"))
+        >>> tool_output_text(ExecRecord(ok=False, error_class="CpuLimit", error_message="killed after 1.3 s of CPU"))
         'Timeout: the code ran past its time limit and was stopped'
     """
     if record.ok:
         return record.preview.rstrip() or f"[{record.rows} rows]"
-    if record.error_type in TIME_LIMITS:
+    # The sandbox names a limit it enforced in `error_class` (a job it stopped reports no
+    # exception type); `error_type` is the exception a job raised itself.
+    if record.error_class in TIME_LIMITS or record.error_type in TIME_LIMITS:
         # Which limit stops an endless loop first, and after how many CPU seconds, depends
         # on the host's load: the record keeps that, the conversation must not, or the same
         # seed would give other training data on a busier machine.

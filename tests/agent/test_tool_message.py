@@ -58,8 +58,19 @@ def test_the_answer_that_closes_a_turn_is_written_from_the_result_alone():
 def test_an_endless_loop_reads_the_same_whichever_time_limit_stopped_it():
     # Under load the wall clock can fire before the CPU limit, and the CPU seconds used
     # vary: the agent (and so the training data of a seed) must not see the difference.
-    wall = ExecRecord(ok=False, error_type="Timeout", error_message="killed after the 1 s wall-clock limit")
-    cpu = ExecRecord(ok=False, error_type="CpuLimit",
-                     error_message="used 1.0 s of CPU (limit 1 s) before the wall-clock kill")
-    assert tool_output_text(wall) == tool_output_text(cpu) == "Timeout: the code ran past its time limit and was stopped"
-    assert cpu.error_type == "CpuLimit"          # the record keeps what happened
+    # The results are built as the sandbox pool builds them from its worker's reply: a
+    # limit it enforced is the result's `error_class`, with no exception `error_type`.
+    from runtime.sandbox.limits import SandboxLimits
+    from runtime.sandbox.pool import build_result
+
+    limits = SandboxLimits(wall_timeout_s=1.0, cpu_s=1)
+    wall = build_result({"failure": "Timeout", "cpu_s": 0.7}, b"", limits, 0)
+    cpu_first = build_result({"failure": "Timeout", "cpu_s": 1.0}, b"", limits, 0)
+    cpu = build_result({"failure": "CpuLimit", "cpu_s": 1.0}, b"", limits, 0)
+    assert (wall.error_class, cpu_first.error_class, cpu.error_class) == ("Timeout", "CpuLimit", "CpuLimit")
+    assert wall.error_message != cpu_first.error_message != cpu.error_message  # the record keeps what happened
+    texts = {error_output(r) for r in (wall, cpu_first, cpu)} | {tool_output_text(ExecRecord.from_result(r))
+                                                                 for r in (wall, cpu_first, cpu)}
+    assert texts == {"Timeout: the code ran past its time limit and was stopped"}
+    # The dataset step renders a kept failed attempt from the same text.
+    assert tool_output_text(ExecRecord.from_summary(_execution_summary(cpu))) == texts.pop()
