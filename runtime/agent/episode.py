@@ -86,8 +86,8 @@ def tool_output_text(record: ExecRecord) -> str:
     if record.ok:
         return record.preview.rstrip() or f"[{record.rows} rows]"
     # The sandbox names a limit it enforced in `error_class` (a job it stopped reports no
-    # exception type); `error_type` is the exception a job raised itself.
-    if record.error_class in TIME_LIMITS or record.error_type in TIME_LIMITS:
+    # exception type); `error_type` is the exception a job raised itself, never a limit.
+    if record.error_class in TIME_LIMITS:
         # Which limit stops an endless loop first, and after how many CPU seconds, depends
         # on the host's load: the record keeps that, the conversation must not, or the same
         # seed would give other training data on a busier machine.
