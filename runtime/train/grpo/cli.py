@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 
 from runtime.train.grpo.job import GRPOJob, GRPOSetupError
 from runtime.train.grpo.trainer import is_main_process, train_grpo
@@ -23,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stage", required=True, help="the grpo stage's name in the plan")
     parser.add_argument("--config", required=True, help="step config JSON: model_dir, instances, warehouse, out_dir")
     args = parser.parse_args(argv)
+    # TRL's generation helper reads `model.is_gradient_checkpointing`, which transformers 5
+    # deprecates: one FutureWarning per GRPO step that says nothing about the run.
+    warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated", category=FutureWarning)
     try:
         summary = train_grpo(GRPOJob.from_plan(args.plan_dir, args.stage, args.config))
     except GRPOSetupError as exc:
