@@ -518,8 +518,8 @@ CODES: dict[str, CodeInfo] = {
                "stage sft { lora { targets q_proj, gate_up_proj  dropout 0.05 } }",
                "stage sft { lora { targets q_proj, gate_up_proj  dropout 0 } }"),
     "E519": _c("compacted earlier turns with policy-history GRPO",
-               "The recipe sets `earlier_turns compact` and a TRL `grpo` stage keeps `history policy` (the "
-               "default).",
+               "The recipe sets `earlier_turns compact` (or `thinks`) and a TRL `grpo` stage keeps `history "
+               "policy` (the default).",
                "A policy-history rollout plays every turn of a conversation and is trained as one token "
                "sequence; with earlier turns compacted as each question is asked, the later turns' contexts "
                "are not a continuation of that sequence. Reference-history rows hold one turn each.",

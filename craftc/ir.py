@@ -796,12 +796,13 @@ class Recipe(Node):
         "the rest to training")
     # What the agent keeps of a conversation's earlier turns, for every arm (the stuffed
     # control too), in the training data, GRPO's rows and eval (runtime/agent/history.py).
-    earlier_turns: Literal["full", "compact"] = Field(
+    earlier_turns: Literal["full", "compact", "thinks"] = Field(
         "full", exclude_if=_omitted_at("full"),
         description="what the agent's context keeps of a conversation's earlier turns: `full`, every "
         "call, tool output and answer; `compact`, each earlier turn's question, the last CODE it wrote "
-        "and its ANSWER (THINK, PLAN, failed attempts and tool output dropped), which trains one example "
-        "per turn")
+        "and its ANSWER; `thinks`, each earlier turn's question, the last THINK it wrote (the question "
+        "restated with its parameters) and its ANSWER. Both shortened rules drop failed attempts and tool "
+        "output and train one example per turn")
     track: Tracker = Field(
         "tensorboard", description="experiment tracker the trainers (TRL's `report_to`) and the steps' "
         "metrics log to; tensorboard and trackio write into the run dir")

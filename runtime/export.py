@@ -16,6 +16,7 @@ from pathlib import Path
 
 from craftc.atomic import staged_dir
 from craftc.ir import Plan, Stage
+from runtime.agent.history import what_is_kept
 from runtime.layout import FUNNEL_MD, REPORT_JSON, trained_model
 
 __all__ = ["ExportError", "export_stage", "model_card", "push_to_hub", "stage_model_dir"]
@@ -97,9 +98,9 @@ def model_card(plan: Plan, plan_dir: Path, run_dir: Path, stage: Stage, adapter_
     parts += ["\n## System prompt\n",
               "The model was trained with this schema-stripped system prompt; give it the same one:\n",
               "````markdown\n" + prompt.rstrip("\n") + "\n````\n",
-              *(["In a conversation it was trained to see each earlier turn compacted (`earlier_turns compact`): "
-                 "the question, the last `<CODE>` block it wrote and its `<ANSWER>`, without the scratchpad, "
-                 "the plan, failed attempts or tool output.\n"] if recipe.earlier_turns == "compact" else []),
+              *([f"In a conversation it was trained to see each earlier turn shortened (`earlier_turns "
+                 f"{recipe.earlier_turns}`): {what_is_kept(recipe.earlier_turns)}, without the other blocks, "
+                 "failed attempts or tool output.\n"] if recipe.earlier_turns != "full" else []),
               *([f"Its evaluation decoded with `eval {{ copy_bias {recipe.eval.copy_bias:g} }}`: at every generated "
                  "token, the logit of each token that writes a word of the questions asked so far was raised by that much "
                  "(`runtime.agent.copy_bias.CopyBiasProcessor`, a `transformers` logits processor). Without it "

@@ -172,10 +172,10 @@ def _check_lora_targets(recipe: Recipe, s: Stage, block: Block | None, sink) -> 
 def _check_earlier_turns(recipe: Recipe, s: Stage, block: Block | None, sink) -> None:
     # TRL's rollout trains a policy-history conversation as one token sequence, which a
     # context compacted between its turns is not; reference rows are one turn each.
-    if (recipe.earlier_turns == "compact" and isinstance(s, GRPOStage) and s.engine == "trl"
+    if (recipe.earlier_turns != "full" and isinstance(s, GRPOStage) and s.engine == "trl"
             and s.history == "policy"):
         span = (setting_span(block, "history") or block.name_span) if block else s.span
-        sink.error("E519", f"stage `{s.name}`: `earlier_turns compact` needs `history reference` "
+        sink.error("E519", f"stage `{s.name}`: `earlier_turns {recipe.earlier_turns}` needs `history reference` "
                    "(a policy-history rollout is trained as one sequence, which a compacted context is not)",
                    span, f"add `history reference` to `stage {s.name}`, or set `earlier_turns full`")
 

@@ -7,8 +7,8 @@ up to ``max_turns`` model calls per user turn. After a successful run, when anot
 user turn follows, the model first writes its ``<ANSWER>`` (one more call, kept as
 ``UserTurn.answer_call``, outside ``calls``), because every training conversation
 closes each turn that way. Then the next user turn is asked, with the history in
-context: the whole transcript, or under ``earlier_turns compact`` each earlier turn
-as its question, last CODE and answer (``runtime.agent.history``).
+context: the whole transcript, or under ``earlier_turns compact`` (``thinks``) each
+earlier turn as its question, last CODE (THINK) and answer (``runtime.agent.history``).
 
 Episodes advance in lockstep so that every step is one batched ``generate`` call
 (greedy decoding is then deterministic and fast enough for evaluation).
@@ -75,14 +75,15 @@ class _Run:
     turn_no: int = 0
     done: bool = False
     answering: bool = False      # the turn's code ran: the next call writes its answer
-    compact: BlockFormat | None = None   # `earlier_turns compact`: how to find the CODE to keep
+    compact: BlockFormat | None = None   # a shortening `earlier_turns`: how to find the blocks to keep
+    earlier_turns: str = DEFAULT_EARLIER_TURNS
 
 
 def _start_turn(run: _Run, wording: TurnWording) -> None:
     ask = run.task.turns[run.turn_no].ask
     run.messages.append({"role": "user", "content": wording.render_user(ask)})
     if run.compact is not None:
-        run.messages = compact_before_last_question(run.messages, run.compact)
+        run.messages = compact_before_last_question(run.messages, run.compact, run.earlier_turns)
     run.episode.turns.append(UserTurn(index=run.turn_no, ask=ask))
 
 
@@ -131,7 +132,7 @@ def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, 
         on_episode: Optional ``callback(task_index, Episode)``, called once per task as soon
             as its conversation ends (evaluation scores it there and shows progress).
             Episodes end in the order the batched steps finish them, not in task order.
-        earlier_turns: ``full`` or ``compact``: what later questions see of the turns before
+        earlier_turns: ``full``, ``compact`` or ``thinks``: what later questions see of the turns before
             them (``runtime.agent.history``; the plan's ``specs/input_builder.json``).
 
     Returns:
@@ -147,7 +148,7 @@ def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, 
     for n, task in enumerate(tasks):
         run = _Run(task, Episode(task.id, task.workflow, task.split, arm),
                    [{"role": "system", "content": system_prompt}],
-                   compact=fmt if earlier_turns == "compact" else None)
+                   compact=fmt if earlier_turns != "full" else None, earlier_turns=earlier_turns)
         if prefixes is not None:
             run.messages = [dict(m) for m in prefixes[n]]
             run.episode.turns.append(UserTurn(index=0, ask=task.turns[0].ask))

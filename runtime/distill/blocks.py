@@ -108,6 +108,11 @@ def format_code(code: str, fmt: BlockFormat = BlockFormat()) -> str:
     return f"<{fmt.code}>\n{code.strip()}\n</{fmt.code}>"
 
 
+def format_think(think: str, fmt: BlockFormat = BlockFormat()) -> str:
+    """The canonical text of a `<THINK>` block alone (how `earlier_turns thinks` keeps a turn)."""
+    return f"<{fmt.think}>\n{think.strip()}\n</{fmt.think}>"
+
+
 def format_answer(answer: str, fmt: BlockFormat = BlockFormat()) -> str:
     """The canonical text of a final-answer turn."""
     return f"<{fmt.answer}>\n{answer.strip()}\n</{fmt.answer}>"

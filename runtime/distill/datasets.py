@@ -7,8 +7,9 @@ output, worded as ``turn.md``'s tool section) and a final ``assistant``
 ``<ANSWER>`` summarising the result. A conversation keeps its turns up to the first
 turn with no accepted candidate. Both modes are built from the same trajectories,
 so they differ only in the system prompt. Under the recipe's ``earlier_turns compact``
-a conversation gives one example per turn instead: its earlier turns compacted to
-question, code and answer (``runtime.agent.history``) and masked, then the turn whole.
+or ``thinks`` a conversation gives one example per turn instead: its earlier turns
+shortened to question, code (or THINK) and answer (``runtime.agent.history``) and
+masked, then the turn whole.
 
 Only ``train`` instances become training data; the others are written to
 ``eval_instances.json`` for the eval step. Token counts use the compiler's
@@ -64,8 +65,9 @@ def build_examples(instances: list[dict[str, Any]], accepted: dict[tuple[str, in
                    earlier_turns: str = DEFAULT_EARLIER_TURNS) -> dict[str, list[dict]]:
     """Examples per mode from accepted candidates keyed by (instance_id, turn index).
 
-    With ``earlier_turns compact`` a conversation gives one example per turn: the earlier
-    turns compacted (``runtime.agent.history``) and masked, then the turn itself, trained.
+    With ``earlier_turns compact`` or ``thinks`` a conversation gives one example per turn:
+    the earlier turns shortened (``runtime.agent.history``) and masked, then the turn
+    itself, trained.
     Each trained message is then trained once, in the context the agent meets it in.
     """
     out: dict[str, list[dict]] = {mode: [] for mode in MODES}
@@ -121,7 +123,7 @@ def build_examples(instances: list[dict[str, Any]], accepted: dict[tuple[str, in
 
 def _bodies(turns: list[list[dict]], fmt: BlockFormat, earlier_turns: str) -> list[list[dict]]:
     """The examples' messages after the system prompt: the whole conversation, or one per turn."""
-    if earlier_turns != "compact":
+    if earlier_turns == "full":
         return [[message for turn in turns for message in turn]]
     bodies, context = [], []
     for turn in turns:

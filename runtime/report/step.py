@@ -8,6 +8,7 @@ from pathlib import Path
 from runtime.report.breakdown import build_workflow_table, markdown_failures, markdown_workflow_table
 from runtime.report.plots import plot_metric_bars, plot_training_curves
 from runtime.agent import Episode
+from runtime.agent.history import what_is_kept
 from runtime.eval.metrics import instance_values
 from runtime.eval.stats import paired_difference, paired_ratio
 from runtime.report.table import COST_METRICS, build_table, markdown_table
@@ -60,7 +61,7 @@ def build_report(eval_json: dict, run_dir: Path | None = None) -> dict:
               "baseline": "stuffed", "tables": tables}
     if eval_json.get("limit"):          # eval { limit N }: a sample of the held-out instances
         report["limit"] = eval_json["limit"]
-    if eval_json.get("earlier_turns"):  # earlier_turns compact: what follow-up calls saw, in every arm
+    if eval_json.get("earlier_turns"):  # earlier_turns compact|thinks: what follow-up calls saw, in every arm
         report["earlier_turns"] = eval_json["earlier_turns"]
     if eval_json.get("copy_bias"):      # eval { copy_bias B }: how every arm decoded
         report["copy_bias"] = eval_json["copy_bias"]
@@ -87,9 +88,10 @@ def render_markdown(report: dict) -> str:
              "(full schema DDL in every prompt). Rates with 95% Wilson intervals and deltas in "
              "percentage points; costs with 95% bootstrap intervals and ratios to the baseline, each ratio with a paired bootstrap interval over the instances both arms ran "
              "(where the baseline's cost is 0, the paired difference instead).\n"]
-    if report.get("earlier_turns") == "compact":
-        parts.append("\nIn every arm a follow-up question saw each earlier turn compacted to its question, last "
-                     "CODE and answer (`earlier_turns compact`).\n")
+    if report.get("earlier_turns", "full") != "full":
+        rule = report["earlier_turns"]
+        parts.append(f"\nIn every arm a follow-up question saw each earlier turn shortened to {what_is_kept(rule)} "
+                     f"(`earlier_turns {rule}`).\n")
     if report.get("copy_bias"):
         parts.append(f"\nEvery arm decoded greedily with `eval {{ copy_bias {report['copy_bias']:g} }}`: the logit of each "
                      "token that writes a word of the questions asked so far raised by that much (docs/evaluation.md).\n")

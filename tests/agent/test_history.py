@@ -1,8 +1,10 @@
-"""`earlier_turns compact`: a follow-up question sees each earlier turn as question, code, answer.
+"""`earlier_turns compact` and `thinks`: a follow-up question sees each earlier turn shortened.
 
-The rule lives in ``runtime.agent.history``. The training data (one example per turn),
-GRPO's reference rows and the agent loop at eval all apply it, so the agent is trained on
-the context it meets; these tests hold each of them to the same compacted messages.
+Under `compact` an earlier turn is its question, last code and answer; under `thinks`, its
+question, last THINK block and answer. The rules live in ``runtime.agent.history``. The
+training data (one example per turn), GRPO's reference rows and the agent loop at eval all
+apply them, so the agent is trained on the context it meets; these tests hold each of them
+to the same shortened messages.
 """
 
 import pytest
@@ -36,6 +38,27 @@ def test_an_earlier_turn_keeps_its_question_its_last_code_and_its_answer():
         {"role": "assistant", "content": "<CODE>\nresult = top(3)\n</CODE>"},
         {"role": "assistant", "content": "<ANSWER>\nWinter Fly leads.\n</ANSWER>"},
     ]
+
+
+def test_under_thinks_an_earlier_turn_keeps_the_last_attempts_reasoning_instead_of_its_code():
+    turn = [{"role": "user", "content": "Top 3 travel campaigns?"},
+            {"role": "assistant", "content": format_turn("Parameters: n = 2.", "plan", "result = broken", FMT)},
+            {"role": "tool", "content": "NameError: broken"},
+            {"role": "assistant", "content": format_turn("Parameters: n = 3, industry = travel.", "plan",
+                                                         "result = top(3)", FMT)},
+            {"role": "tool", "content": "a 1\n[1 rows x 1 columns]"},
+            {"role": "assistant", "content": format_answer("Winter Fly leads.", FMT)}]
+    assert compact_turn(turn, FMT, rule="thinks") == [
+        {"role": "user", "content": "Top 3 travel campaigns?"},
+        {"role": "assistant", "content": "<THINK>\nParameters: n = 3, industry = travel.\n</THINK>"},
+        {"role": "assistant", "content": "<ANSWER>\nWinter Fly leads.\n</ANSWER>"},
+    ]
+
+
+def test_every_shortening_rule_the_ir_declares_names_the_block_it_keeps():
+    from runtime.agent.history import EARLIER_TURNS, KEPT_BLOCK
+
+    assert set(KEPT_BLOCK) == set(EARLIER_TURNS) - {"full"}
 
 
 def test_a_turn_that_wrote_no_code_keeps_only_its_question():
@@ -83,9 +106,23 @@ def test_the_agent_loop_asks_a_follow_up_on_the_compacted_history(sandbox):
     assert whole.turns[1].calls[0].input_tokens > episode.turns[1].calls[0].input_tokens
 
 
+def test_the_agent_loop_asks_a_follow_up_on_the_earlier_thinks(sandbox):
+    task = AgentTask.from_dict(task_dict(n=2))
+    model = Script(_replies())
+    episode = run_episodes(model, [task], SYSTEM, sandbox, max_turns=3, earlier_turns="thinks")[0]
+    assert [len(t.calls) for t in episode.turns] == [2, 1] and all(t.final_ok for t in episode.turns)
+    assert model.seen[3] == [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": task.turns[0].ask},
+        {"role": "assistant", "content": "<THINK>\nthink\n</THINK>"},
+        {"role": "assistant", "content": "<ANSWER>\nWinter Fly leads.\n</ANSWER>"},
+        {"role": "user", "content": task.turns[1].ask},
+    ]
+
+
 def test_an_unknown_rule_is_refused_by_the_loop_and_by_the_plan_reader(sandbox):
     task = AgentTask.from_dict(task_dict(n=2))
-    with pytest.raises(ValueError, match="earlier_turns must be one of full, compact"):
+    with pytest.raises(ValueError, match="earlier_turns must be one of full, compact, thinks"):
         run_episodes(Script([]), [task], SYSTEM, sandbox, earlier_turns="summary")
     with pytest.raises(ValueError, match="recompile the recipe"):
         earlier_turns_of({"earlier_turns": "summary"})
@@ -120,3 +157,13 @@ def test_compacted_training_data_has_one_example_per_turn_and_trains_each_reply_
     trained_whole = [m["content"] for m in whole[0]["messages"] if m["role"] == "assistant" and not m.get("masked")]
     assert sorted(trained) == sorted(trained_whole)
     assert all(example["turns"] == 2 for example in per_turn)
+
+
+def test_training_data_under_thinks_shows_the_second_turn_the_first_ones_think_masked():
+    per_turn = _two_turn_examples("thinks")
+    assert len(per_turn) == 2
+    second = per_turn[1]["messages"]
+    assert [(m["role"], m.get("masked", False)) for m in second[:4]] == [
+        ("system", False), ("user", False), ("assistant", True), ("assistant", True)]
+    # The THINK of the attempt that ran, not of the failed one before it.
+    assert second[2]["content"] == "<THINK>\nt0\n</THINK>"

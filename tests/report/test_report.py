@@ -195,13 +195,16 @@ def test_a_limited_eval_says_how_many_held_out_instances_it_kept():
     assert "limit" not in build_report(EVAL)
 
 
-def test_the_report_says_when_follow_ups_saw_compacted_earlier_turns():
+def test_the_report_says_when_follow_ups_saw_shortened_earlier_turns():
     from runtime.report.step import build_report, render_markdown
 
     compact = build_report({**EVAL, "earlier_turns": "compact"})
     assert compact["earlier_turns"] == "compact"
-    assert "each earlier turn compacted to its question, last CODE and answer" in render_markdown(compact)
-    assert "earlier_turns" not in build_report(EVAL) and "compacted" not in render_markdown(build_report(EVAL))
+    assert ("each earlier turn shortened to its question, the last `<CODE>` block it wrote and its `<ANSWER>` "
+            "(`earlier_turns compact`)") in render_markdown(compact)
+    thinks = render_markdown(build_report({**EVAL, "earlier_turns": "thinks"}))
+    assert "the last `<THINK>` block it wrote and its `<ANSWER>` (`earlier_turns thinks`)" in thinks
+    assert "earlier_turns" not in build_report(EVAL) and "shortened" not in render_markdown(build_report(EVAL))
 
 
 def test_the_report_says_how_every_arm_decoded_with_a_copy_bias():

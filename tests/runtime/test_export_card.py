@@ -25,8 +25,14 @@ def _card(tmp_path, profile_lines: str) -> str:
 
 def test_a_model_trained_on_compacted_earlier_turns_says_so_in_its_card(tmp_path):
     card = _card(tmp_path, "    earlier_turns compact\n    stage grpo { history reference }\n")
-    assert "each earlier turn compacted (`earlier_turns compact`)" in card
+    assert ("each earlier turn shortened (`earlier_turns compact`): its question, the last `<CODE>` block it "
+            "wrote and its `<ANSWER>`") in card
     assert "The run has no report step output" in card
+
+
+def test_a_model_trained_on_earlier_thinks_says_which_block_it_saw(tmp_path):
+    card = _card(tmp_path, "    earlier_turns thinks\n    stage grpo { history reference }\n")
+    assert "(`earlier_turns thinks`): its question, the last `<THINK>` block it wrote" in card
 
 
 def test_a_model_trained_on_whole_conversations_has_no_such_line(tmp_path):

@@ -55,7 +55,8 @@ def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict[str
     is the prompt and the rollout plays every later turn on the policy's own earlier
     turns and their real tool outputs. With ``history reference`` a row is one instance
     turn whose prompt carries the earlier turns as the reference turns and their tool
-    outputs (under ``earlier_turns compact``, each as its question, CODE and answer).
+    outputs (under ``earlier_turns compact`` or ``thinks``, each as its question, CODE or
+    THINK, and answer).
     Nothing is capped: GRPO samples rows per step in a seeded order.
 
     Returns:
