@@ -1,11 +1,12 @@
-"""Input tokens per model call with whole and with compacted earlier turns (`earlier_turns`).
+"""Input tokens per model call under each `earlier_turns` rule (whole, compact, thinks).
 
 Reads the stripped and stuffed SFT datasets of a run whose recipe keeps whole earlier
 turns (one example per conversation) and replays each conversation as the agent loop
 would feed it: for every code-writing assistant message (failed attempts included, the
 answers between turns left out, as eval counts calls), the messages before it. It counts
-them with a tokenizer trained on the run's corpus, as tiny_moe's is, under both rules
-(`runtime.agent.history`), and prints tokens per call and the stripped/stuffed ratio.
+them with a tokenizer trained on the run's corpus, as tiny_moe's is, under every rule the
+IR declares (`runtime.agent.history`), and prints tokens per call and the stripped/stuffed
+ratio.
 
 Training conversations are not eval episodes: every turn here ran, and repairs are as
 frequent as the teacher made them, so the figures show what the rule removes, not the
@@ -22,7 +23,7 @@ import sys
 from pathlib import Path
 
 from craftc.ir import BlockFormat
-from runtime.agent.history import compact_before_last_question
+from runtime.agent.history import EARLIER_TURNS, compact_before_last_question
 from runtime.train.tiny_moe import build_tokenizer
 
 OVERHEAD = 3        # ChatML's <|im_start|>role\n ... <|im_end|>\n around each message
@@ -32,8 +33,8 @@ def calls(messages: list[dict], rule: str, fmt: BlockFormat):
     """Each code-writing call's input messages under `rule`."""
     context: list[dict] = []
     for message in messages:
-        if message["role"] == "user" and rule == "compact":
-            context = compact_before_last_question(context + [message], fmt)
+        if message["role"] == "user" and rule != "full":
+            context = compact_before_last_question(context + [message], fmt, rule)
             continue
         if message["role"] == "assistant" and not message["content"].lstrip().startswith(f"<{fmt.answer}>"):
             yield list(context)
@@ -60,12 +61,12 @@ def main(run_dir: Path) -> None:
     per_call = {}
     for mode in ("stripped", "stuffed"):
         dataset = load_from_disk(str(data / mode))
-        for rule in ("full", "compact"):
+        for rule in EARLIER_TURNS:
             sizes = [sum(count(m["content"]) for m in context)
                      for messages in dataset["messages"] for context in calls(messages, rule, fmt)]
             per_call[mode, rule] = sum(sizes) / len(sizes)
             print(f"{mode:8} {rule:8} {len(sizes):6} calls  {per_call[mode, rule]:8.1f} input tokens per call")
-    for rule in ("full", "compact"):
+    for rule in EARLIER_TURNS:
         print(f"stripped/stuffed with {rule} earlier turns: {per_call['stripped', rule] / per_call['stuffed', rule]:.3f}x")
 
 
