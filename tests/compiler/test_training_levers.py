@@ -104,3 +104,15 @@ def test_compacted_earlier_turns_reach_the_input_builder_that_every_step_reads(t
     # Left out, the plan is the one craft always compiled: no key, in either file.
     assert "earlier_turns" not in json.loads(default.files["specs/input_builder.json"])
     assert "earlier_turns" not in json.loads(default.files["plan.json"])["recipe"]
+
+
+@pytest.mark.parametrize("rule", ["compact", "thinks"])
+def test_a_shortened_history_with_policy_history_grpo_is_refused_with_the_fix(tmp_path, rule):
+    text = ads_text_without_levers()
+    at = text.rindex("}")
+    recipe = tmp_path / "ads_short.craft"
+    recipe.write_text(text[:at] + f"  profile short {{\n    earlier_turns {rule}\n  }}\n" + text[at:])
+    result = compile_recipe(recipe, "short")
+    errors = [d for d in result.load.diagnostics if d.severity == "error"]
+    assert [d.code for d in errors] == ["E519"]
+    assert f"`earlier_turns {rule}` needs `history reference`" in result.load.render()
