@@ -648,9 +648,11 @@ class GRPOStage(StageBase):
                          json_schema_extra=_surface(engine="trl"))
     # A conversation's later turns continue from what the policy itself wrote earlier
     # (what it meets at inference); `reference` conditions them on the reference turns.
+    # verl's rows are always one user turn each on the reference turns (E516 refuses `policy`).
     history: Literal["policy", "reference"] = Field(
         "policy", description="grpo: the history a conversation's later turns are generated on: the "
-        "policy's own earlier turns, or the reference turns", json_schema_extra=_surface(engine="trl"))
+        "policy's own earlier turns (`engine trl`), or the reference turns, one row per user turn (what "
+        "`engine verl` always does)")
     engine: Engine = Field("trl", description="grpo: training engine: `trl` (GRPOTrainer under accelerate) "
                            "or `verl` (verl's main_ppo on a Ray cluster; docs/training.md)")
     # verl only: Megatron model parallelism, the rollout replicas and verl's own choices.

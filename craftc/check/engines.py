@@ -79,7 +79,6 @@ _ENGINE_ONLY_FIX = {
     "lora": "remove the `lora` block: craft lowers a LoRA adapter for `engine trl` only (verl's own "
             "`actor_rollout_ref.model.lora_rank` is not lowered), or use `engine trl`",
     "measure": "remove `measure`: verl's main_ppo logs its own rollout rewards, and craft measures none",
-    "history": "remove `history`: verl's agent loop generates each later turn on the policy's own earlier ones",
     "processes": "remove `processes`: verl runs one process per GPU (`gpus`)",
 }
 
@@ -98,6 +97,10 @@ def _check_verl_values(s: GRPOStage, block: Block | None, sink) -> None:
         _other_engine(sink, s, block, "gpus", "`engine verl` trains on GPUs only, and `gpus` is 0",
                       "set `gpus` to the GPUs per node (e.g. `gpus 8`), or use `engine trl` on CPU")
     written = {st.key for st in block.settings} if block else set()
+    if "history" in written and s.history == "policy":
+        _other_engine(sink, s, block, "history", "`history policy` is read only by `engine trl`: verl's rows are "
+                      "one user turn each, on the reference earlier turns",
+                      "write `history reference` (what verl does), or remove `history`")
     for key in TRL_ONLY:
         if _is_set(s, key, written):
             _other_engine(sink, s, block, key, f"`{key}` is read only by `engine trl`",

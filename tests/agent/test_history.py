@@ -167,3 +167,17 @@ def test_training_data_under_thinks_shows_the_second_turn_the_first_ones_think_m
         ("system", False), ("user", False), ("assistant", True), ("assistant", True)]
     # The THINK of the attempt that ran, not of the failed one before it.
     assert second[2]["content"] == "<THINK>\nt0\n</THINK>"
+
+
+def test_a_reference_turn_restates_its_question_and_the_params_used_so_far():
+    """GRPO's and verl's reference rows: under `thinks` the THINK is what a follow-up keeps."""
+    from runtime.agent.history import reference_turn_texts
+
+    task = AgentTask.from_dict(task_dict(n=3))
+    first, second = reference_turn_texts(task, FMT)
+    assert first.startswith("<THINK>\nQuestion: Top 3 campaigns by budget\nParameters: n = 3.\n</THINK>\n<PLAN>")
+    # The follow-up's reference keeps the earlier turn's parameter, and its own code.
+    assert second.startswith("<THINK>\nQuestion: Only travel advertisers\nParameters: n = 3.\n</THINK>")
+    assert TRAVEL_CODE.format(n=3).strip() in second
+    kept = compact_turn([{"role": "user", "content": "q"}, {"role": "assistant", "content": first}], FMT, "thinks")
+    assert kept[1]["content"] == "<THINK>\nQuestion: Top 3 campaigns by budget\nParameters: n = 3.\n</THINK>"

@@ -20,8 +20,8 @@ def ads_text_without_levers() -> str:
     """The ads recipe as text, with its default profile's training levers taken out.
 
     What remains is the recipe as it was before those settings existed (full stripped
-    prompt, training volume derived from eval, no discovery, one teacher line that tests
-    can edit as ``ADS_TEACHER``), with its relative paths made absolute so that a copy
+    prompt, whole earlier turns with policy-history GRPO, training volume derived from
+    eval, no discovery, one teacher line that tests can edit as ``ADS_TEACHER``), with its relative paths made absolute so that a copy
     compiles from any directory.
     """
     import re
@@ -29,4 +29,6 @@ def ads_text_without_levers() -> str:
     text = (ROOT / "recipes/ads_analytics.craft").read_text()
     text = re.sub(r"(?m)^  teacher synthetic \{[^}\n]*\}$", ADS_TEACHER, text, count=1)
     text = re.sub(r"(?m)^  stripped_prompt compact\n", "", text, count=1)
+    text = re.sub(r"(?m)^  earlier_turns thinks\n", "", text, count=1)
+    text = text.replace("rollout transformers  history reference }", "rollout transformers }", 1)
     return text.replace('"../', f'"{ROOT}/')

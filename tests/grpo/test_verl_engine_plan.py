@@ -54,7 +54,7 @@ def test_diff_between_the_trl_and_verl_cluster_profiles_shows_only_the_engine_an
     assert {k for k in old if old[k] != new[k] and k != "stages"} == {"profile"}
 
 
-@pytest.mark.parametrize("setting", ["measure 8", "history reference", "lora { r 8 }", "trl { save_total_limit 3 }"])
+@pytest.mark.parametrize("setting", ["measure 8", "history policy", "lora { r 8 }", "trl { save_total_limit 3 }"])
 def test_a_trl_only_setting_on_a_verl_stage_is_e516_at_its_line(tmp_path, setting):
     """What only TRL's GRPO reads would be silently dropped under `engine verl`: refused instead."""
     text = RECIPE.read_text()
@@ -65,7 +65,8 @@ def test_a_trl_only_setting_on_a_verl_stage_is_e516_at_its_line(tmp_path, settin
         (tmp_path / part).symlink_to(ROOT / part, target_is_directory=True)
     recipe.write_text(text.replace(grpo, grpo.replace("lr 1e-6 }", f"lr 1e-6  {setting} }}")))
     done = craftc("compile", recipe, "-o", tmp_path / "plan", "--profile", "cluster_verl")
-    key = setting.split()[0]
+    # verl's rows are one user turn each on the reference turns: `history reference` is what it does.
+    key = setting if setting == "history policy" else setting.split()[0]
     line = next(n for n, x in enumerate(recipe.read_text().splitlines(), 1) if "stage grpo { engine verl" in x)
     assert done.returncode == 1
     assert "E516" in done.stderr and f"`{key}` is read only by `engine trl`" in done.stderr, done.stderr

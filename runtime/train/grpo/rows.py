@@ -64,8 +64,8 @@ def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict[str
         ``RolloutTask`` of each row key.
     """
     from runtime.agent import AgentTask, ExecRecord, TurnWording, answer_text, tool_output_text
-    from runtime.agent.history import as_earlier_turn
-    from runtime.distill.blocks import format_answer, format_turn
+    from runtime.agent.history import as_earlier_turn, reference_turn_texts
+    from runtime.distill.blocks import format_answer
 
     from craftc.ir import BlockFormat
 
@@ -84,13 +84,13 @@ def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict[str
             prompt = messages + [{"role": "user", "content": wording.render_user(task.turns[0].ask)}]
             plays[task.id] = RolloutTask(task.id, task.workflow, prompt, task, frames, expectations)
             continue
+        reference_turns = reference_turn_texts(task, fmt)
         for t, turn in enumerate(task.turns):
             prompt = messages + [{"role": "user", "content": wording.render_user(turn.ask)}]
             one = AgentTask(id=f"{task.id}/{t}", workflow=task.workflow, params=task.params, turns=(turn,))
             plays[one.id] = RolloutTask(one.id, task.workflow, prompt, one, [frames[t]], [expectations[t]])
-            reference_turn = format_turn("Follow the plan.", turn.reference_plan, turn.reference_code, fmt)
             record = ExecRecord.from_result(refs[t])
-            done = [prompt[-1], {"role": "assistant", "content": reference_turn},
+            done = [prompt[-1], {"role": "assistant", "content": reference_turns[t]},
                     {"role": "tool", "content": wording.render_tool(tool_output_text(record))},
                     {"role": "assistant", "content": format_answer(answer_text(record), fmt)}]
             messages = prompt[:-1] + as_earlier_turn(done, job.earlier_turns, fmt)
@@ -118,13 +118,12 @@ def completion_room(job: GRPOJob, tokenizer, tasks) -> dict:
     profile does this on purpose, to stay fast; a real profile should not.)
     """
     from craftc.ir import BlockFormat
-    from runtime.distill.blocks import format_turn
+    from runtime.agent.history import reference_turn_texts
 
     fmt = BlockFormat(**job.fmt)
     limit = job.stage["max_new_tokens"]
-    lengths = sorted(len(tokenizer(format_turn("Follow the plan.", turn.reference_plan, turn.reference_code, fmt),
-                                   add_special_tokens=False)["input_ids"])
-                     for task in tasks for turn in task.turns)
+    lengths = sorted(len(tokenizer(text, add_special_tokens=False)["input_ids"])
+                     for task in tasks for text in reference_turn_texts(task, fmt))
     room = {"max_new_tokens": limit, "median_reference_tokens": lengths[len(lengths) // 2] if lengths else 0,
             "longest_reference_tokens": lengths[-1] if lengths else 0,
             "share_cut_off": round(sum(n > limit for n in lengths) / len(lengths), 4) if lengths else 0.0}

@@ -25,13 +25,14 @@ def rl_rows(tasks, system_prompt: str, wording, fmt, sandbox, spec: dict, earlie
     question, CODE and answer (``runtime.agent.history``), as the SFT data and eval do.
     """
     from runtime.agent import ExecRecord, answer_text, tool_output_text
-    from runtime.agent.history import as_earlier_turn
-    from runtime.distill.blocks import format_answer, format_turn
+    from runtime.agent.history import as_earlier_turn, reference_turn_texts
+    from runtime.distill.blocks import format_answer
 
     rows = []
     for task in tasks:
         messages = [{"role": "system", "content": system_prompt}]
         params = json.dumps(task.params, sort_keys=True, default=str)
+        reference_turns = reference_turn_texts(task, fmt)
         for t, turn in enumerate(task.turns):
             messages.append({"role": "user", "content": wording.render_user(turn.ask)})
             result = sandbox.run(turn.reference_code, task.params)
@@ -46,8 +47,7 @@ def rl_rows(tasks, system_prompt: str, wording, fmt, sandbox, spec: dict, earlie
             })
             record = ExecRecord.from_result(result)
             done = [messages.pop(),
-                    {"role": "assistant", "content": format_turn("Follow the plan.", turn.reference_plan,
-                                                                 turn.reference_code, fmt)},
+                    {"role": "assistant", "content": reference_turns[t]},
                     {"role": "tool", "content": wording.render_tool(tool_output_text(record))},
                     {"role": "assistant", "content": format_answer(answer_text(record), fmt)}]
             messages += as_earlier_turn(done, earlier_turns, fmt)
