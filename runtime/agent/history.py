@@ -37,7 +37,7 @@ from craftc.ir import BlockFormat, Recipe
 from runtime.distill.blocks import format_code, format_think, parse_turn
 
 __all__ = ["EARLIER_TURNS", "DEFAULT_EARLIER_TURNS", "as_earlier_turn", "compact_turn", "compact_before_last_question", "earlier_turns_of",
-           "reference_turn_texts", "what_is_kept"]
+           "what_is_kept"]
 
 # The values the recipe's `earlier_turns` takes, and its default, as the IR declares them.
 EARLIER_TURNS = get_args(Recipe.model_fields["earlier_turns"].annotation)
@@ -81,26 +81,6 @@ def compact_turn(messages: list[dict], fmt: BlockFormat, rule: str = "compact") 
     if answer is not None:
         kept.append({"role": "assistant", "content": answer})
     return kept
-
-
-def reference_turn_texts(task, fmt: BlockFormat) -> list[str]:
-    """Each turn of ``task`` (an ``AgentTask``) as the assistant message its reference would be.
-
-    Its THINK restates the question and the params its reference code and the earlier
-    ones use, as a teacher's does: under `earlier_turns thinks` that block is all a later
-    turn keeps of it, so a placeholder there would hide the parameters a follow-up carries.
-    """
-    from runtime.distill.blocks import format_turn
-    from runtime.distill.step import relevant_params
-
-    texts, used = [], {}
-    for turn in task.turns:
-        used.update(relevant_params(turn.reference_code, task.params))
-        think = f"Question: {turn.ask}"
-        if used:
-            think += "\nParameters: " + ", ".join(f"{k} = {v}" for k, v in used.items()) + "."
-        texts.append(format_turn(think, turn.reference_plan, turn.reference_code, fmt))
-    return texts
 
 
 def what_is_kept(rule: str) -> str:

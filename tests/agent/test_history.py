@@ -171,7 +171,7 @@ def test_training_data_under_thinks_shows_the_second_turn_the_first_ones_think_m
 
 def test_a_reference_turn_restates_its_question_and_the_params_used_so_far():
     """GRPO's and verl's reference rows: under `thinks` the THINK is what a follow-up keeps."""
-    from runtime.agent.history import reference_turn_texts
+    from runtime.train.reference_turns import reference_turn_texts
 
     task = AgentTask.from_dict(task_dict(n=3))
     first, second = reference_turn_texts(task, FMT)

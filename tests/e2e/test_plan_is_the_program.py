@@ -22,7 +22,7 @@ from tests.rewards.conftest import call, user_turn
 
 RECIPE = (ROOT / "recipes/ads_analytics.craft").read_text()
 SMOKE_SFT = "stage sft  { prefix_epochs 0.1  prefix_history thinks  steps 4  batch 2  per_device_batch 2  max_length 1536 }"
-SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 1 }"
+SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 1  history policy }"
 PREPARED_STEPS = ("world", "distill", "gate", "dataset")
 
 
@@ -92,35 +92,38 @@ def test_a_prompt_template_drives_the_dataset_text(base):
         assert ("sandbox (edited)" in first) is present
 
 
-def test_compacted_earlier_turns_drive_the_training_examples(base):
+@pytest.mark.parametrize("rule, kept", [("compact", "<CODE>"), ("thinks", "<THINK>")])
+def test_shortened_earlier_turns_drive_the_training_examples(base, rule, kept):
     work, plan, run = base
-    # The smoke GRPO stage moves to reference history too: E519 refuses policy history
-    # beside compacted turns.
-    old = "    stripped_prompt full\n" + RECIPE.split("    stripped_prompt full\n", 1)[1].split(SMOKE_GRPO, 1)[0] + SMOKE_GRPO
-    new = old.replace("    stripped_prompt full\n", "    stripped_prompt full\n    earlier_turns compact\n", 1).replace(
-        SMOKE_GRPO, SMOKE_GRPO.replace("measure 1 }", "measure 1  history reference }"))
-    edited = compile_variant(work, "earlier_turns", old, new)
+    # The smoke profile keeps whole earlier turns; its GRPO stage moves to reference history
+    # too: E519 refuses policy history beside shortened turns.
+    old = "    earlier_turns full\n" + RECIPE.split("    earlier_turns full\n", 1)[1].split(SMOKE_GRPO, 1)[0] + SMOKE_GRPO
+    new = old.replace("    earlier_turns full\n", f"    earlier_turns {rule}\n", 1).replace(
+        SMOKE_GRPO, SMOKE_GRPO.replace("history policy", "history reference"))
+    edited = compile_variant(work, f"earlier_turns_{rule}", old, new)
     assert "specs/input_builder.json" in diff_text(work, plan, edited)
-    new_run = run_dir_from(run, work / "runs" / "earlier_turns", ("world", "distill", "gate"))
+    new_run = run_dir_from(run, work / "runs" / f"earlier_turns_{rule}", ("world", "distill", "gate"))
     ran = craftc("run", edited, "--run-dir", new_run, "--only", "dataset", cwd=work)
     assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
-    assert "one example per turn: earlier_turns compact" in ran.stdout + ran.stderr
+    assert f"one example per turn: earlier_turns {rule}" in ran.stdout + ran.stderr
     from datasets import load_from_disk
 
     whole, per_turn = (load_from_disk(str(r / "dataset/dataset/stripped")) for r in (run, new_run))
     metrics = json.loads((new_run / "dataset/manifest.json").read_text())["metrics"]
-    assert metrics["earlier_turns"] == "compact" and metrics["conversations"] == len(whole)
+    assert metrics["earlier_turns"] == rule and metrics["conversations"] == len(whole)
     # One example per conversation, against one per turn.
     assert len(per_turn) == sum(whole["turns"]) > len(whole)
     follow_ups = [m for m in per_turn["messages"] if sum(x["role"] == "user" for x in m) > 1]
     assert follow_ups
+    dropped = {"<THINK>", "<PLAN>", "<CODE>"} - {kept}
     for messages in follow_ups:
         last_ask = max(i for i, m in enumerate(messages) if m["role"] == "user")
         earlier = messages[1:last_ask]
-        # Earlier turns: questions, code and answers, nothing trained, no tool output.
+        # Earlier turns: questions, the kept block and answers, nothing trained, no tool output.
         assert not any(m["role"] == "tool" for m in earlier)
         assert all(m["masked"] for m in earlier if m["role"] == "assistant")
-        assert not any("<THINK>" in m["content"] for m in earlier)
+        assert any(m["content"].startswith(kept) for m in earlier)
+        assert not any(tag in m["content"] for m in earlier for tag in dropped)
 
 
 def test_the_warm_ups_history_drives_the_examples_the_sft_step_plans(base):
@@ -260,7 +263,7 @@ def test_rollout_vllm_without_a_gpu_stops_before_launching_with_one_clear_line(b
     from runtime.train.grpo import run_grpo
 
     work, _, _ = base
-    edited = compile_variant(work, "vllm", SMOKE_GRPO, SMOKE_GRPO.replace("measure 1 }", "measure 1  rollout vllm, colocate }"))
+    edited = compile_variant(work, "vllm", SMOKE_GRPO, SMOKE_GRPO.replace("history policy }", "history policy  rollout vllm, colocate }"))
     (tmp_path / "out").mkdir()
     ctx = StepContext(plan=load_plan(edited), plan_dir=edited, run_dir=tmp_path, out_dir=tmp_path / "out",
                       console=Console(file=io.StringIO()), seed=0)

@@ -16,9 +16,9 @@ from craftc.ir import GRPO_VERL_ONLY, TRL_ONLY, VERL_ONLY
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "recipes/ads_analytics.craft"
-SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 1 }"
+SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 1  history policy }"
 # `measure` is TRL's (E516 under verl): the verl stage is the smoke stage without it.
-VERL_GRPO = SMOKE_GRPO.replace("  measure 1 }", "  engine verl  rollout vllm  parallel fsdp2  gpus 1 }")
+VERL_GRPO = SMOKE_GRPO.replace("  measure 1  history policy }", "  engine verl  rollout vllm  parallel fsdp2  gpus 1 }")
 VERL_FILES = {"launch.sh", "verl_overrides.txt", "tool_config.yaml", "agent_loop.yaml", "reward.py", "rl_data.json"}
 
 
@@ -80,7 +80,7 @@ def test_max_length_on_a_trl_grpo_stage_is_e516_and_not_in_the_plan(tmp_path):
     recipe.parent.mkdir()
     for part in ("schema_specs", "examples"):
         (tmp_path / part).symlink_to(ROOT / part, target_is_directory=True)
-    recipe.write_text(text.replace(SMOKE_GRPO, SMOKE_GRPO.replace("measure 1 }", "measure 1  max_length 4096 }")))
+    recipe.write_text(text.replace(SMOKE_GRPO, SMOKE_GRPO.replace("history policy }", "history policy  max_length 4096 }")))
     done = craftc("compile", recipe, "-o", tmp_path / "plan", "--profile", "smoke")
     assert done.returncode == 1
     assert "E516" in done.stderr and "TRL's GRPO cuts no prompt" in done.stderr, done.stderr

@@ -64,7 +64,8 @@ def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict[str
         ``RolloutTask`` of each row key.
     """
     from runtime.agent import AgentTask, ExecRecord, TurnWording, answer_text, tool_output_text
-    from runtime.agent.history import as_earlier_turn, reference_turn_texts
+    from runtime.agent.history import as_earlier_turn
+    from runtime.train.reference_turns import reference_turn_texts
     from runtime.distill.blocks import format_answer
 
     from craftc.ir import BlockFormat
@@ -118,7 +119,7 @@ def completion_room(job: GRPOJob, tokenizer, tasks) -> dict:
     profile does this on purpose, to stay fast; a real profile should not.)
     """
     from craftc.ir import BlockFormat
-    from runtime.agent.history import reference_turn_texts
+    from runtime.train.reference_turns import reference_turn_texts
 
     fmt = BlockFormat(**job.fmt)
     limit = job.stage["max_new_tokens"]

@@ -25,7 +25,8 @@ def rl_rows(tasks, system_prompt: str, wording, fmt, sandbox, spec: dict, earlie
     question, CODE and answer (``runtime.agent.history``), as the SFT data and eval do.
     """
     from runtime.agent import ExecRecord, answer_text, tool_output_text
-    from runtime.agent.history import as_earlier_turn, reference_turn_texts
+    from runtime.agent.history import as_earlier_turn
+    from runtime.train.reference_turns import reference_turn_texts
     from runtime.distill.blocks import format_answer
 
     rows = []
