@@ -75,15 +75,15 @@ class _Run:
     turn_no: int = 0
     done: bool = False
     answering: bool = False      # the turn's code ran: the next call writes its answer
-    compact: BlockFormat | None = None   # a shortening `earlier_turns`: how to find the blocks to keep
-    earlier_turns: str = DEFAULT_EARLIER_TURNS
+    earlier_turns: str = DEFAULT_EARLIER_TURNS   # what a new question keeps of the turn before it
+    fmt: BlockFormat = BlockFormat()             # how to find the blocks a shortening rule keeps
 
 
 def _start_turn(run: _Run, wording: TurnWording) -> None:
     ask = run.task.turns[run.turn_no].ask
     run.messages.append({"role": "user", "content": wording.render_user(ask)})
-    if run.compact is not None:
-        run.messages = compact_before_last_question(run.messages, run.compact, run.earlier_turns)
+    if run.earlier_turns != "full":
+        run.messages = compact_before_last_question(run.messages, run.fmt, run.earlier_turns)
     run.episode.turns.append(UserTurn(index=run.turn_no, ask=ask))
 
 
@@ -148,7 +148,7 @@ def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, 
     for n, task in enumerate(tasks):
         run = _Run(task, Episode(task.id, task.workflow, task.split, arm),
                    [{"role": "system", "content": system_prompt}],
-                   compact=fmt if earlier_turns != "full" else None, earlier_turns=earlier_turns)
+                   earlier_turns=earlier_turns, fmt=fmt)
         if prefixes is not None:
             run.messages = [dict(m) for m in prefixes[n]]
             run.episode.turns.append(UserTurn(index=0, ask=task.turns[0].ask))

@@ -65,8 +65,8 @@ def build_rows(job: GRPOJob, sandbox, tasks: list) -> tuple[list[dict], dict[str
     """
     from runtime.agent import AgentTask, ExecRecord, TurnWording, answer_text, tool_output_text
     from runtime.agent.history import as_earlier_turn
-    from runtime.train.reference_turns import reference_turn_texts
     from runtime.distill.blocks import format_answer
+    from runtime.train.reference_turns import reference_turn_texts
 
     from craftc.ir import BlockFormat
 
