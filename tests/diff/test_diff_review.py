@@ -68,7 +68,7 @@ def test_full_holds_every_change_the_exhaustive_listing_held():
     assert [line for line in current if line not in full] == []
     assert "      ~ max_turns: 2 -> 3" in full and "  ~ review/token_budget.json" in full
     assert "      ~ candidates: 2 -> 8" in full and "      ~ epochs: 1.0 -> 3.0" in full
-    assert "      ~ execution.timeout_s: 1.0 -> 10.0" in full and "      ~ steps: 12 -> 60" in full
+    assert "      ~ execution.timeout_s: 0.5 -> 10.0" in full and "      ~ steps: 12 -> 60" in full
     assert [c for c in classified if f"  {c}" not in full] == []
 
 
