@@ -16,10 +16,14 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
+
+from runtime.train.core_share import CORE_SHARE_ENV, write_share
 
 __all__ = ["LaunchError", "PreflightError", "concurrent_threads", "launch_env", "launch_stage",
            "launch_stages_concurrently", "preflight", "run_launch", "run_launches", "stage_command"]
@@ -80,11 +84,14 @@ def _start(cmd: list[str], cwd, env: dict) -> subprocess.Popen:
 
 
 def launch_stages_concurrently(ctx, step: str, stage_name: str, step_configs: dict[str, Path],
-                               processes: int = 1) -> dict[str, list[str]]:
+                               processes: int = 1, takers: tuple[str, ...] = ()) -> dict[str, list[str]]:
     """Run the stage's `launch.sh` once per step config, all at the same time, sharing the cores.
 
     Each launch gets `OMP_NUM_THREADS` from :func:`concurrent_threads` (accelerate reads it as
     `--num_cpu_threads_per_process`), so together they use the machine's cores once over.
+    The launches named in `takers` take the cores of those that finish before them
+    (runtime.train.core_share); they train in MKL's strict mode, so their floats do not
+    depend on when that happens. The others keep their threads and MKL's default mode.
 
     Returns:
         Each config's command as it reads once the step dir is in place, by name.
@@ -95,8 +102,27 @@ def launch_stages_concurrently(ctx, step: str, stage_name: str, step_configs: di
         threads = concurrent_threads(len(step_configs) * processes)
         ctx.console.print(f"{' and '.join(step_configs)} train at the same time, {threads} CPU thread(s) per "
                           "process; each output line starts with its name")
-        run_launches({name: stage_command(script, config) for name, config in step_configs.items()},
-                     env={**launch_env(), "OMP_NUM_THREADS": str(threads)})
+        commands = {name: stage_command(script, config) for name, config in step_configs.items()}
+        env = {**launch_env(), "OMP_NUM_THREADS": str(threads)}
+        takers = tuple(name for name in takers if name in commands)
+        if not takers or pinned_threads() is not None or not thread_count_free_floats():
+            run_launches(commands, env=env)      # the user's count, or one that must not change
+        else:
+            with tempfile.TemporaryDirectory(prefix="craft-cores-") as tmp:
+                share = Path(tmp) / "threads"
+                write_share(share, threads)
+                taker_env = {CORE_SHARE_ENV: str(share), MKL_REPRODUCIBLE[0]: MKL_REPRODUCIBLE[1]}
+
+                def on_exit(name: str, running: list[str]) -> None:
+                    # The finished launch's cores go to the takers, once only takers still train.
+                    if all(other in takers for other in running):
+                        more = concurrent_threads(len(running) * processes)
+                        write_share(share, more)
+                        ctx.console.print(f"{name} is done: {' and '.join(running)} now "
+                                          f"train{'s' if len(running) == 1 else ''} on {more} CPU thread(s) "
+                                          "per process")
+
+                run_launches(commands, env=env, on_exit=on_exit, extra_env={name: taker_env for name in takers})
     return {name: _final_command(ctx, step, script, config) for name, config in step_configs.items()}
 
 
@@ -108,18 +134,43 @@ def concurrent_threads(processes: int) -> int:
     """
     import psutil
 
-    if os.environ.get("OMP_NUM_THREADS", "").isdigit() and int(os.environ["OMP_NUM_THREADS"]) > 0:
-        return int(os.environ["OMP_NUM_THREADS"])
+    if pinned_threads() is not None:
+        return pinned_threads()
     cores = psutil.cpu_count(logical=False) or os.cpu_count() or 1
     return max(1, cores // processes)
 
 
+# Intel MKL's strict conditional numerical reproducibility: its matrix products give the same
+# bits on any number of threads. Torch's own CPU kernels for these models split their work
+# by rows, so with it a trainer's floats do not depend on its thread count, and a freed core
+# can be handed over mid-run (tests/train/test_core_share.py checks the gradients bit for bit).
+MKL_REPRODUCIBLE = ("MKL_CBWR", "AUTO,STRICT")
+
+
+def thread_count_free_floats() -> bool:
+    """Whether training here gives the same floats on any thread count: torch's BLAS is MKL,
+    and the user has not set MKL's reproducibility mode otherwise."""
+    import torch
+
+    return torch.backends.mkl.is_available() and os.environ.get(MKL_REPRODUCIBLE[0], MKL_REPRODUCIBLE[1]) == \
+        MKL_REPRODUCIBLE[1]
+
+
+def pinned_threads() -> int | None:
+    """The thread count the user set in `OMP_NUM_THREADS`, if any."""
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
 def run_launches(cmds: dict[str, list[str]], cwd: str | os.PathLike | None = None, env: dict | None = None,
-                 tail_lines: int = 40) -> None:
+                 tail_lines: int = 40, on_exit: Callable[[str, list[str]], None] | None = None,
+                 extra_env: dict[str, dict[str, str]] | None = None) -> None:
     """Run several commands at once, each output line prefixed with `[name] `, and raise if one fails.
 
     When one fails the others are stopped (their step dir is a temporary one the runner discards),
-    and the error names the failed command and repeats its last output lines.
+    and the error names the failed command and repeats its last output lines. When one succeeds
+    while others still run, `on_exit(name, names_still_running)` is called. `extra_env` adds
+    variables to some commands' environment, by name.
 
     Raises:
         LaunchError: For the first command that failed.
@@ -142,14 +193,21 @@ def run_launches(cmds: dict[str, list[str]], cwd: str | os.PathLike | None = Non
     try:
         for name, cmd in cmds.items():
             print(f"[{name}] + " + shlex.join(cmd), flush=True)
-            procs[name] = _start(cmd, cwd, full_env)
+            procs[name] = _start(cmd, cwd, {**full_env, **(extra_env or {}).get(name, {})})
         relays = [threading.Thread(target=relay, args=item, daemon=True) for item in procs.items()]
         for relay_thread in relays:
             relay_thread.start()
         failed: str | None = None
+        finished: set[str] = set()
         while failed is None and any(proc.poll() is None for proc in procs.values()):
             failed = next((name for name, proc in procs.items() if proc.poll() not in (None, 0)), None)
             if failed is None:
+                running = [name for name, proc in procs.items() if proc.poll() is None]
+                for name in procs:
+                    if name not in finished and name not in running:
+                        finished.add(name)
+                        if on_exit is not None and running:
+                            on_exit(name, running)
                 time.sleep(0.2)
         failed = failed or next((name for name, proc in procs.items() if proc.returncode != 0), None)
     finally:
