@@ -41,6 +41,7 @@ from craftc.atomic import open_atomic, replace_dir, write_atomic
 from runtime.layout import ADAPTER, FINAL, SFT_SUMMARY
 from runtime.tracking import use_tracker_dir
 from runtime.train.adapters import AdapterError, lora_config, merge_adapter, parameter_counts, read_peft_config
+from runtime.train.core_share import CORE_SHARE_ENV, core_share_callback
 from runtime.train.curriculum import CurriculumError, no_warm_up_reason, prefix_conversations, read_curriculum
 from runtime.train.loss_head import score_trained_positions_in
 from runtime.train.masking import check_masking, labels_for, mask_report, write_mask_report
@@ -219,18 +220,39 @@ def tokenized_dataset(tokenizer, dataset, roles: dict):
                        remove_columns=dataset.column_names, desc="masking")
 
 
-def _sft_trainer(model, args, tokenizer, peft, train_dataset):
-    """TRL's `SFTTrainer`, its LM head projecting only trained positions on CPU (runtime.train.loss_head)."""
+def examples_reached(dataset, args):
+    """The rows a run of `max_steps` trains, when it stops before one pass over `dataset` ends.
+
+    The stuffed arm's token-matched budget trains about a seventh of its conversations; tokenizing
+    all of them cost more than a minute of its ~5,000-token examples. Those rows are a seeded draw
+    (`data_seed`, else `seed`), as the trainer's own shuffle would draw them; the trainer then
+    shuffles them.
+    """
+    if args.max_steps <= 0:
+        return dataset
+    reached = args.max_steps * args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
+    seed = args.data_seed if args.data_seed is not None else args.seed
+    return dataset if reached >= len(dataset) else dataset.shuffle(seed=seed).select(range(reached))
+
+
+def _sft_trainer(model, args, tokenizer, peft, train_dataset, phase: str, thread_changes: list[dict]):
+    """TRL's `SFTTrainer`, its LM head projecting only trained positions on CPU (runtime.train.loss_head).
+
+    Launched beside another arm, it follows the launcher's CPU share (runtime.train.core_share),
+    recording each change in `thread_changes`.
+    """
     from trl import SFTTrainer
 
+    share = os.environ.get(CORE_SHARE_ENV)
+    callbacks = [core_share_callback(share, phase, thread_changes)] if share else None
     trainer = SFTTrainer(model=model, args=args, processing_class=tokenizer, peft_config=peft,
-                         train_dataset=train_dataset)
+                         train_dataset=train_dataset, callbacks=callbacks)
     score_trained_positions_in(trainer)
     return trainer
 
 
 def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides: dict, peft, curriculum: dict,
-             prefix_overrides: dict, out: Path):
+             prefix_overrides: dict, out: Path, thread_changes: list[dict]):
     """The `prefix_epochs` warm-up (runtime.train.curriculum) on `model`, in place; its summary.
 
     Its checkpoints go to `out/prefix`, so an interrupted warm-up resumes there; the model
@@ -253,7 +275,9 @@ def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides
         phase["run_name"] += "-prefix"
     phase_args = sft_config(trl_kwargs, out / PREFIX_DIR, phase)
     use_tracker_dir(trl_kwargs.get("report_to", "none"), out / PREFIX_DIR)   # its own curves
-    trainer = _sft_trainer(model, phase_args, tokenizer, peft, tokenized_dataset(tokenizer, examples, roles))
+    trainer = _sft_trainer(model, phase_args, tokenizer, peft,
+                           tokenized_dataset(tokenizer, examples_reached(examples, phase_args), roles),
+                           "warm-up", thread_changes)
     resume = get_last_checkpoint(str(out / PREFIX_DIR)) if (out / PREFIX_DIR).is_dir() else None
     result = trainer.train(resume_from_checkpoint=resume)
     losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
@@ -282,7 +306,8 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         prefix_overrides: The warm-up's `max_steps` where the step measured it (the stuffed arm).
 
     Returns:
-        `{"first_loss", "last_loss", "steps", "world_size", "cpu_threads", "train_runtime_s", "num_tokens",
+        `{"first_loss", "last_loss", "steps", "world_size", "cpu_threads", "cpu_threads_changes",
+        "train_runtime_s", "num_tokens",
         "tokens_per_s", "resumed_from", "final_dir", "adapter", "adapter_dir",
         "trainable_parameters", "total_parameters"}`.
 
@@ -311,16 +336,18 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         dtype=torch.bfloat16 if args.bf16 else torch.float32)
     resume = get_last_checkpoint(str(out))
     warm_up = None
+    threads, thread_changes = torch.get_num_threads(), []
     if curriculum and curriculum["prefix_epochs"] > 0 and resume is None:
         # A checkpoint of the main phase already holds the warmed-up weights.
         model, warm_up = _warm_up(model, tokenizer, dataset, roles, trl_kwargs, overrides or {}, peft, curriculum,
-                                  prefix_overrides or {}, out)
+                                  prefix_overrides or {}, out, thread_changes)
         peft = None    # the warm-up already wrapped the model in its adapter
     use_tracker_dir(trl_kwargs.get("report_to", "none"), out)
     if curriculum and curriculum.get("question_dropout"):
         dataset, epochs = rewritten_passes(dataset, curriculum["question_dropout"], args.num_train_epochs, "main")
         args = sft_config(trl_kwargs, out, {**(overrides or {}), "num_train_epochs": epochs})
-    trainer = _sft_trainer(model, args, tokenizer, peft, tokenized_dataset(tokenizer, dataset, roles))
+    trainer = _sft_trainer(model, args, tokenizer, peft,
+                           tokenized_dataset(tokenizer, examples_reached(dataset, args), roles), "main", thread_changes)
     counts = parameter_counts(trainer.model)
     started = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume)
@@ -340,8 +367,10 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         "last_loss": losses[-1] if losses else None,
         "steps": trainer.state.global_step,
         "world_size": trainer.args.world_size,
-        # the CPU threads each process trained with (accelerate's, from OMP_NUM_THREADS)
-        "cpu_threads": torch.get_num_threads(),
+        # the CPU threads each process started with (accelerate's, from OMP_NUM_THREADS), and
+        # where it took more once a concurrent arm finished (runtime.train.core_share)
+        "cpu_threads": threads,
+        "cpu_threads_changes": thread_changes,
         "train_runtime_s": round(result.metrics.get("train_runtime", wall), 3),
         "num_tokens": int(tokens),
         "tokens_per_s": round(tokens / wall, 1) if tokens and wall > 0 else None,

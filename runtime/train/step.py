@@ -88,13 +88,20 @@ def example_lengths(model_dir: Path, dataset_dir: Path, curriculum: dict | None 
     parts = [warm_up_parts(record, curriculum) for record in records] if curriculum else []
     cuts, renamed = [cut for cut, _ in parts], [new for _, new in parts]
 
-    def length(messages: list[dict]) -> int:
-        return len(tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True)["input_ids"])
+    def lengths(conversations: list[list[dict]]) -> list[int]:
+        # What apply_chat_template(tokenize=True) counts, in batches: the fast tokenizer encodes
+        # a batch on every core (the stuffed arm's ~5,000-token examples took half a minute one
+        # by one), and a batch at a time keeps the ids of only that batch in memory.
+        out = []
+        for start in range(0, len(conversations), 256):
+            texts = [tokenizer.apply_chat_template(m, tokenize=False) for m in conversations[start:start + 256]]
+            out += [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        return out
 
     # The trainer's order (curriculum.warm_up_examples): a row's cuts, then its renamed turns.
     examples = [example for cut, new in zip(cuts, renamed) for example in cut + new]
     asked = bool(curriculum and curriculum.get("renames"))
-    return ExampleLengths([length(m) for m in rows], [length(m) for m in examples],
+    return ExampleLengths(lengths(rows), lengths(examples),
                           sum(1 for cut in cuts if not cut), sum(len(new) for new in renamed),
                           sum(1 for cut, new in zip(cuts, renamed) if asked and cut and not new))
 
@@ -274,7 +281,10 @@ def run_sft_step(ctx: StepContext) -> StepResult:
             ctx.console.print(f"[bold]{arm}[/] ({mode} input)")
             metrics["commands"][arm] = launch_stage(ctx, "sft", stage.name, config_path)
     if stage.arms == "concurrent":
-        metrics["commands"] = launch_stages_concurrently(ctx, "sft", stage.name, configs, processes)
+        # The stuffed arm, on the longest examples, is the one still training when the other
+        # ends (its attention costs more per token); it takes the freed cores.
+        metrics["commands"] = launch_stages_concurrently(ctx, "sft", stage.name, configs, processes,
+                                                         takers=("stuffed",))
     if ctx.launch:
         metrics.update({arm: _arm_summary(ctx, ctx.out_dir, arm) for arm, _ in ARMS})
     return StepResult(metrics=metrics, outputs=tuple(sft_final(arm).path for arm, _ in ARMS) if ctx.launch else ())

@@ -164,3 +164,25 @@ def test_a_template_without_generation_markers_is_refused_up_front(tiny_model_di
     (model / "chat_template.jinja").write_text(bare)
     with pytest.raises(SFTSetupError, match="no {% generation %} markers"):
         train_sft(model, dataset_dir, tmp_path / "out", SHORT, ASSISTANT_ONLY)
+
+
+def test_a_run_that_stops_before_one_pass_tokenizes_only_the_rows_it_reaches(tmp_path):
+    """The stuffed arm's token budget ends its pass early: the rest of its rows are never tokenized."""
+    from datasets import Dataset
+
+    from runtime.train.sft import examples_reached
+
+    rows = Dataset.from_dict({"n": list(range(100))})
+    args = sft_config(SHORT, tmp_path, {"max_steps": 3, "gradient_accumulation_steps": 2})     # 3 x 4 x 2 rows
+    reached = examples_reached(rows, args)
+    assert len(reached) == 24 and len(set(reached["n"])) == 24
+    assert reached["n"] == examples_reached(rows, args)["n"]                      # a seeded draw
+    assert reached["n"] != list(range(24))                                        # not the first rows
+    assert examples_reached(rows, sft_config(SHORT, tmp_path, {"max_steps": 30})) is rows     # 120 >= 100
+    assert examples_reached(rows, sft_config(SHORT, tmp_path, {"max_steps": -1})) is rows     # whole epochs
+
+
+def test_a_short_run_records_its_threads(short_run):
+    _, summary, _ = short_run
+    assert summary["cpu_threads"] >= 1
+    assert summary["cpu_threads_changes"] == []         # launched alone: no other arm frees a core
