@@ -4,9 +4,11 @@
 cores divided between them (`launch.concurrent_threads`). They rarely finish together:
 in the default profile the stuffed arm, on ~5,000-token examples, trains for minutes
 after the stripped arm is done, on one core while the other idles. So the launcher
-keeps the current share in a small file, named to each trainer by `CORE_SHARE_ENV`,
-and rewrites it whenever an arm exits; each trainer reads it before every step and
-calls `torch.set_num_threads` when it changed (`core_share_callback`).
+keeps the current share in a small file, named by `CORE_SHARE_ENV` to the trainers that
+may take freed cores (`launch_stages_concurrently(..., takers=...)`: the stuffed arm),
+and rewrites it whenever an arm exits; such a trainer reads it before every step and
+calls `torch.set_num_threads` when it changed (`core_share_callback`). Takers train in
+MKL's strict mode, so their floats do not depend on when that happened.
 
 A thread count the user pinned in `OMP_NUM_THREADS` is kept: the launcher then writes
 no file. The changes a trainer made are in its `sft_summary.json`
