@@ -54,16 +54,8 @@ def core_share_callback(path: str | os.PathLike, phase: str, changes: list[dict]
     from transformers import TrainerCallback   # here, so the launcher's import stays light
 
     class CoreShare(TrainerCallback):
-        seen: int | None = None          # the file's mtime when last read
-
         def on_step_begin(self, args, state, control, **kwargs):
-            try:
-                mtime = Path(path).stat().st_mtime_ns
-            except OSError:
-                return
-            if mtime == self.seen:
-                return
-            self.seen = mtime
+            # A few bytes read per step, against steps of tens of milliseconds or more.
             threads = read_share(path)
             if threads is not None and threads != torch.get_num_threads():
                 torch.set_num_threads(threads)

@@ -134,8 +134,9 @@ def concurrent_threads(processes: int) -> int:
     """
     import psutil
 
-    if pinned_threads() is not None:
-        return pinned_threads()
+    pinned = pinned_threads()
+    if pinned is not None:
+        return pinned
     cores = psutil.cpu_count(logical=False) or os.cpu_count() or 1
     return max(1, cores // processes)
 

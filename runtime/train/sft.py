@@ -224,8 +224,8 @@ def examples_reached(dataset, args):
     """The rows a run of `max_steps` trains, when it stops before one pass over `dataset` ends.
 
     The stuffed arm's token-matched budget trains about a seventh of its conversations; tokenizing
-    all of them cost more than a minute of its ~5,000-token examples. Those rows are a seeded draw
-    (`data_seed`, else `seed`), as the trainer's own shuffle would draw them; the trainer then
+    all of them cost more than a minute of its ~5,000-token examples. Those rows are a seeded
+    uniform draw (`data_seed`, else `seed`), as the trainer's own shuffle is; the trainer then
     shuffles them.
     """
     if args.max_steps <= 0:

@@ -284,7 +284,7 @@ def run_sft_step(ctx: StepContext) -> StepResult:
         # The stuffed arm, on the longest examples, is the one still training when the other
         # ends (its attention costs more per token); it takes the freed cores.
         metrics["commands"] = launch_stages_concurrently(ctx, "sft", stage.name, configs, processes,
-                                                         takers=("stuffed",))
+                                                         takers=tuple(a for a, mode in ARMS if mode == "stuffed"))
     if ctx.launch:
         metrics.update({arm: _arm_summary(ctx, ctx.out_dir, arm) for arm, _ in ARMS})
     return StepResult(metrics=metrics, outputs=tuple(sft_final(arm).path for arm, _ in ARMS) if ctx.launch else ())
