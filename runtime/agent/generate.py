@@ -51,6 +51,9 @@ class HFGenerator:
             kept. Leave it off where a trainer updates the model between calls.
         share_prefix: Read a prefix the batch's prompts share once (below); off, every
             row is left-padded and read whole (benchmarks/shared_prefix.py compares the two).
+        prefix_attention: Decoding steps read the shared prefix once for all rows
+            (``runtime.agent.prefix_attention``); off, each row attends its own copy
+            (benchmarks/prefix_attention.py compares the two).
         copy_bias: Added to the logits of the tokens that write the words of each
             conversation's user messages (``runtime.agent.copy_bias``; the plan's ``eval { copy_bias }``); 0 is
             plain decoding.
@@ -62,12 +65,13 @@ class HFGenerator:
 
     def __init__(self, model, tokenizer, max_new_tokens: int = 256, do_sample: bool = False,
                  temperature: float = 1.0, batch_size: int = 8, context: int | None = None,
-                 frozen: bool = False, share_prefix: bool = True, copy_bias: float = 0.0):
+                 frozen: bool = False, share_prefix: bool = True, copy_bias: float = 0.0,
+                 prefix_attention: bool = True):
         self.model, self.tokenizer = model, tokenizer
         self.copy_bias = copy_bias
         self.max_new_tokens, self.do_sample, self.temperature = max_new_tokens, do_sample, temperature
         self.batch_size = batch_size
-        self.frozen, self.share_prefix = frozen, share_prefix
+        self.frozen, self.share_prefix, self.prefix_attention = frozen, share_prefix, prefix_attention
         self._kept: tuple[list[int], object] | None = None   # (prefix ids, its one-row cache) when frozen
         limit = context or getattr(model.config, "max_position_embeddings", 2048)
         self.context = max(16, limit - max_new_tokens)
@@ -82,6 +86,7 @@ class HFGenerator:
         import torch
 
         from runtime.agent.kv_cache import growing, growing_cache
+        from runtime.agent.prefix_attention import prefix_once
 
         tok = self.tokenizer
         pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
@@ -102,7 +107,8 @@ class HFGenerator:
 
                 rows = [asked_token_ids(tok, messages) for messages in conversations]
                 extra["logits_processor"] = LogitsProcessorList([CopyBiasProcessor(rows, self.copy_bias)])
-            with torch.no_grad():
+            # Decoding reads the shared prefix once for all rows (runtime.agent.prefix_attention).
+            with torch.no_grad(), prefix_once(self.model, shared if self.prefix_attention else 0):
                 generated = self.model.generate(
                     input_ids=input_ids.to(self.model.device), attention_mask=attention.to(self.model.device), **extra,
                     max_new_tokens=self.max_new_tokens, do_sample=self.do_sample,
