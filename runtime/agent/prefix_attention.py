@@ -33,13 +33,19 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-__all__ = ["PREFIX_ONCE", "MAX_SPLIT_QUERIES", "prefix_once_attention", "prefix_once"]
+__all__ = ["PREFIX_ONCE", "MAX_SPLIT_QUERIES", "MIN_PREFIX_ONCE", "prefix_once_attention", "prefix_once"]
 
 PREFIX_ONCE = "craft_prefix_once"
 
 # Query positions per row up to which the split path runs: a decoding step has one; a
 # prefill has hundreds, whose prefix scores (rows x queries x prefix) would not fit.
 MAX_SPLIT_QUERIES = 4
+
+# The shortest shared prefix worth the split: it saves reading the prefix's other rows' copies
+# and costs a second softmax and the merge. Measured on an eval batch of 32 (benchmarks/
+# prefix_attention.py): a 4,734-token schema prompt decoded in 5.4 s instead of 11.0 s; a
+# 64-token one in 2.3 s instead of 2.0 s.
+MIN_PREFIX_ONCE = 1024
 
 # The shared prefix's length in the current `prefix_once` block; 0 outside one.
 _SHARED_PREFIX: contextvars.ContextVar[int] = contextvars.ContextVar("craft_shared_prefix", default=0)
@@ -63,7 +69,7 @@ def prefix_once_attention(module, query, key, value, attention_mask, dropout: fl
     """
     rows, heads, queries, dim = query.shape
     prefix = _SHARED_PREFIX.get()
-    if not prefix or queries > MAX_SPLIT_QUERIES or key.shape[2] <= prefix or dropout:
+    if not prefix or rows < 2 or queries > MAX_SPLIT_QUERIES or key.shape[2] <= prefix or dropout:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
                                       scaling=scaling, **kwargs)
     kv_heads = key.shape[1]
@@ -101,11 +107,12 @@ AttentionMaskInterface.register(PREFIX_ONCE, sdpa_mask)
 def prefix_once(model, shared: int):
     """Inside the block ``model`` attends with ``prefix_once_attention``, its rows sharing their first ``shared`` keys.
 
-    Only a model on sdpa switches; another kernel (eager, flash) stays as the user chose it.
+    Only a model on sdpa switches, and only for a prefix of ``MIN_PREFIX_ONCE`` tokens or
+    more; another kernel (eager, flash) stays as the user chose it.
     """
     config = model.config
     before = config._attn_implementation
-    if before != "sdpa" or shared <= 0:
+    if before != "sdpa" or shared < MIN_PREFIX_ONCE:
         yield False
         return
     token = _SHARED_PREFIX.set(shared)

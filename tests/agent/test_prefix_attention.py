@@ -9,7 +9,9 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 from runtime.agent import HFGenerator
 from runtime.agent import prefix_attention
-from runtime.agent.prefix_attention import MAX_SPLIT_QUERIES, PREFIX_ONCE, prefix_once, prefix_once_attention
+from runtime.agent.prefix_attention import (
+    MAX_SPLIT_QUERIES, MIN_PREFIX_ONCE, PREFIX_ONCE, prefix_once, prefix_once_attention,
+)
 
 ROWS, HEADS, KV_HEADS, DIM, PREFIX = 3, 4, 2, 8, 40
 
@@ -34,6 +36,20 @@ def padded_mask(queries: int, own: int, pads: list[int]):
 
 
 MODULE = types.SimpleNamespace(num_key_value_groups=HEADS // KV_HEADS, is_causal=True)
+SCALE = DIM ** -0.5
+
+
+def sdpa(query, key, value, mask):
+    return sdpa_attention_forward(MODULE, query, key, value, mask, scaling=SCALE)[0]
+
+
+def split(query, key, value, mask, prefix=PREFIX):
+    """The attention as a `prefix_once` block of a ``prefix``-token shared prefix runs it."""
+    token = prefix_attention._SHARED_PREFIX.set(prefix)
+    try:
+        return prefix_once_attention(MODULE, query, key, value, mask, scaling=SCALE)[0]
+    finally:
+        prefix_attention._SHARED_PREFIX.reset(token)
 
 
 @pytest.mark.parametrize("queries", [1, 2, MAX_SPLIT_QUERIES])
@@ -41,50 +57,35 @@ def test_a_decoding_step_gives_sdpas_output_with_rows_padded_differently(queries
     own = 6
     query, key, value = batch(queries, own)
     mask = padded_mask(queries, own, pads=[0, 2, 5])
-    expected, _ = sdpa_attention_forward(MODULE, query, key, value, mask, scaling=DIM ** -0.5)
-    token = prefix_attention._SHARED_PREFIX.set(PREFIX)
-    try:
-        got, _ = prefix_once_attention(MODULE, query, key, value, mask, scaling=DIM ** -0.5)
-    finally:
-        prefix_attention._SHARED_PREFIX.reset(token)
+    got, expected = split(query, key, value, mask), sdpa(query, key, value, mask)
     assert got.shape == expected.shape == (ROWS, queries, HEADS, DIM)
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
 
 
 def test_without_a_mask_every_key_is_attended():
     query, key, value = batch(1, 4)
-    expected, _ = sdpa_attention_forward(MODULE, query, key, value, None, scaling=DIM ** -0.5)
-    token = prefix_attention._SHARED_PREFIX.set(PREFIX)
-    try:
-        got, _ = prefix_once_attention(MODULE, query, key, value, None, scaling=DIM ** -0.5)
-    finally:
-        prefix_attention._SHARED_PREFIX.reset(token)
-    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(split(query, key, value, None), sdpa(query, key, value, None), atol=1e-5, rtol=1e-5)
 
 
-def test_a_prefill_and_a_call_outside_the_block_are_sdpa_itself():
+def test_a_prefill_a_lone_row_and_a_call_outside_the_block_are_sdpa_itself():
     query, key, value = batch(MAX_SPLIT_QUERIES + 1, 8)
     mask = padded_mask(MAX_SPLIT_QUERIES + 1, 8, pads=[0, 1, 2])
-    expected, _ = sdpa_attention_forward(MODULE, query, key, value, mask, scaling=DIM ** -0.5)
-    token = prefix_attention._SHARED_PREFIX.set(PREFIX)
-    try:
-        prefill, _ = prefix_once_attention(MODULE, query, key, value, mask, scaling=DIM ** -0.5)
-    finally:
-        prefix_attention._SHARED_PREFIX.reset(token)
-    outside, _ = prefix_once_attention(MODULE, query[:, :, :1], key, value, mask[:, :, :1], scaling=DIM ** -0.5)
-    assert torch.equal(prefill, expected)
-    assert torch.equal(outside, sdpa_attention_forward(MODULE, query[:, :, :1], key, value, mask[:, :, :1],
-                                                       scaling=DIM ** -0.5)[0])
+    assert torch.equal(split(query, key, value, mask), sdpa(query, key, value, mask))          # a prefill
+    step = query[:, :, :1], key, value, mask[:, :, :1]
+    assert torch.equal(split(*step, prefix=0), sdpa(*step))                                      # outside a block
+    lone = query[:1, :, :1], key[:1], value[:1], mask[:1, :, :1]
+    assert torch.equal(split(*lone), sdpa(*lone))                                                # one row
 
 
 def test_the_block_switches_an_sdpa_model_and_restores_it(tiny_model):
     model, _ = tiny_model
     assert model.config._attn_implementation == "sdpa"
-    with prefix_once(model, 100) as switched:
+    with prefix_once(model, MIN_PREFIX_ONCE) as switched:
         assert switched and model.config._attn_implementation == PREFIX_ONCE
-        assert prefix_attention._SHARED_PREFIX.get() == 100
+        assert prefix_attention._SHARED_PREFIX.get() == MIN_PREFIX_ONCE
     assert model.config._attn_implementation == "sdpa" and prefix_attention._SHARED_PREFIX.get() == 0
-    with prefix_once(model, 0) as switched:            # no shared prefix: nothing to switch
+    # A short prefix (the stripped arms' prompt) costs the split more than it saves.
+    with prefix_once(model, MIN_PREFIX_ONCE - 1) as switched:
         assert not switched and model.config._attn_implementation == "sdpa"
 
 
@@ -92,7 +93,7 @@ def test_a_model_on_another_kernel_keeps_it(tiny_model):
     model, _ = tiny_model
     eager = copy.deepcopy(model)
     eager.set_attn_implementation("eager")
-    with prefix_once(eager, 100) as switched:
+    with prefix_once(eager, MIN_PREFIX_ONCE) as switched:
         assert not switched and eager.config._attn_implementation == "eager"
 
 
@@ -100,6 +101,7 @@ def test_a_generator_decodes_a_shared_schema_prompt_through_the_split(tiny_model
     model, tok = tiny_model
     tok = copy.deepcopy(tok)
     tok.eos_token = "<|im_start|>"          # never written: every row decodes all its tokens
+    monkeypatch.setattr(prefix_attention, "MIN_PREFIX_ONCE", 64)   # this schema is ~150 tokens
     split_calls = []
     real = prefix_attention._blockwise
     monkeypatch.setattr(prefix_attention, "_blockwise", lambda *a: split_calls.append(1) or real(*a))
