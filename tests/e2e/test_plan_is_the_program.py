@@ -363,3 +363,18 @@ def test_export_push_lists_files_on_a_dry_run_and_fails_cleanly_without_the_hub(
                             cwd=work, capture_output=True, text=True, timeout=300, env=env)
     assert pushed.returncode == 1
     assert "error: pushing" in pushed.stderr and "me/ads" in pushed.stderr and "Traceback" not in pushed.stderr
+
+
+def test_the_gate_execution_limits_drive_grpos_reference_runs(base, tmp_path):
+    work, plan, _ = base
+    edited = compile_variant(work, "ref_limits", "timeout 0.5s  memory 1024  jobs_per_process 16",
+                             "timeout 2s  memory 1024  jobs_per_process 4")
+    assert "specs/gates.json" in diff_text(work, plan, edited)
+    # The grpo trainer runs its rows' reference solutions as the gate ran them (GRPOJob.from_plan).
+    from runtime.train.grpo.job import GRPOJob
+
+    config = tmp_path / "grpo_config.json"
+    config.write_text(json.dumps({"model_dir": "m", "instances": "i.json", "warehouse": "w.duckdb", "out_dir": "."}))
+    limits = {p.name: GRPOJob.from_plan(p, "grpo", config).reference_limits for p in (plan, edited)}
+    assert (limits["base"]["wall_timeout_s"], limits["base"]["jobs_per_process"]) == (0.5, 16)
+    assert (limits["ref_limits"]["wall_timeout_s"], limits["ref_limits"]["jobs_per_process"]) == (2.0, 4)

@@ -45,6 +45,9 @@ class GRPOJob:
     schema: dict | None = None                    # craftc.ir.Schema as JSON, for consistency/judge
     api_factory: str = API_FACTORY
     earlier_turns: str = "full"                   # specs/input_builder.json: what later turns see of earlier ones
+    # SandboxLimits fields the rows' reference solutions run under: the gate's (gate execution),
+    # which ran them before; None: the rollouts' limits.
+    reference_limits: dict | None = None
 
     STEP_KEYS = ("model_dir", "instances", "warehouse", "out_dir")
 
@@ -75,6 +78,7 @@ class GRPOJob:
                             "output (add `tool_outputs` to the stage's `mask`)")
         if problems:
             raise GRPOSetupError("; ".join(problems))
+        from runtime.distill.gates import sandbox_limits
         from runtime.rewards import RewardSpec
         from runtime.tracking import run_name
         from runtime.train.adapters import AdapterError, read_peft_config
@@ -103,6 +107,7 @@ class GRPOJob:
             fmt=builder["format"], workers=recipe.gates.execution.workers,
             secret_env=list(recipe.gates.execution.secret_env), seed=recipe.seed, peft=peft,
             schema=recipe.schema_.model_dump(mode="json"), earlier_turns=earlier_turns,
+            reference_limits=sandbox_limits(recipe).to_dict(),
         )
 
 

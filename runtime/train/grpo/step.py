@@ -39,7 +39,7 @@ def run_grpo(ctx):
     # The plan files the trainer reads (GRPOJob.from_plan), named in this step's manifest.
     builder = json.loads(ctx.artifact("specs/input_builder.json").read_text(encoding="utf-8"))
     for rel in (builder["turn_template"], builder["modes"][builder["stages"][stage.name]]["system_prompt"],
-                "specs/reward.json", "specs/masking.json", f"stages/{stage.name}/trl_config.json",
+                "specs/reward.json", "specs/masking.json", "specs/gates.json", f"stages/{stage.name}/trl_config.json",
                 *([f"stages/{stage.name}/peft_config.json"] if stage.lora is not None else [])):
         ctx.artifact(rel)
     write_train_instances(ctx)

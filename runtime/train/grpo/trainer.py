@@ -98,8 +98,12 @@ def train_grpo(job: GRPOJob) -> dict:
     warmup = warmup_jobs(tasks)
     group = job.stage["group"]
     limits = SandboxLimits(secret_env=tuple(job.secret_env))
+    # The references are the recipe's own code: they run as the gate ran them (its timeout and
+    # process reuse, `gate execution`); the policy's rollouts get a fresh process per job.
+    reference_limits = SandboxLimits(**job.reference_limits) if job.reference_limits else limits
+    with SandboxPool(job.workers, job.warehouse, reference_limits, job.api_factory, warmup=warmup) as references:
+        rows, plays = build_rows(job, references, tasks)
     with SandboxPool(job.workers, job.warehouse, limits, job.api_factory, warmup=warmup) as sandbox:
-        rows, plays = build_rows(job, sandbox, tasks)
         # The measured rows: a seeded sample across workflows, the same before and after.
         probe = [plays[r["row_key"]] for r in random.Random(job.seed).sample(rows, min(job.stage["measure"], len(rows)))]
         before = measure(job, model, tokenizer, sandbox, probe, terms)
