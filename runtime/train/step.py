@@ -95,7 +95,7 @@ def example_lengths(model_dir: Path, dataset_dir: Path, curriculum: dict | None 
         out = []
         for start in range(0, len(conversations), 256):
             texts = [tokenizer.apply_chat_template(m, tokenize=False) for m in conversations[start:start + 256]]
-            out += [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+            out += token_counts(tokenizer, texts)
         return out
 
     # The trainer's order (curriculum.warm_up_examples): a row's cuts, then its renamed turns.
@@ -104,6 +104,43 @@ def example_lengths(model_dir: Path, dataset_dir: Path, curriculum: dict | None 
     return ExampleLengths(lengths(rows), lengths(examples),
                           sum(1 for cut in cuts if not cut), sum(len(new) for new in renamed),
                           sum(1 for cut, new in zip(cuts, renamed) if asked and cut and not new))
+
+
+# A shared head shorter than this (characters) is not worth the separate count.
+MIN_SHARED_HEAD = 1000
+
+
+def shared_head(texts: list[str], special: list[str]) -> str:
+    """The longest start every text shares that ends with one of the ``special`` tokens ('' if none).
+
+    >>> shared_head(["<s>schema</s> q1", "<s>schema</s> q22"], ["<s>", "</s>"])
+    '<s>schema</s>'
+    >>> shared_head(["<s>a", "<t>b"], ["<s>"])
+    ''
+    """
+    import os
+
+    common = os.path.commonprefix(texts) if texts else ""
+    return common[:max((common.rfind(token) + len(token) for token in special if token in common), default=0)]
+
+
+def token_counts(tokenizer, texts: list[str]) -> list[int]:
+    """Tokens of each text (no special tokens added), a head all of them share counted once.
+
+    The stuffed arm's texts all start with the same ~5,000-token schema prompt; its turn ends
+    with a special token, where the tokenizer splits before anything else, so the head's
+    tokens and the rest's add up to the whole text's. That is checked on the batch's first
+    text (its rest starts as every other's does); where it does not hold, every text is
+    tokenized whole.
+    """
+    special = [t for t in tokenizer.all_special_tokens if t] + [t.content for t in tokenizer.added_tokens_decoder.values()]
+    head = shared_head(texts, special)
+    if len(head) >= MIN_SHARED_HEAD:
+        head_tokens = len(tokenizer(head, add_special_tokens=False)["input_ids"])
+        rest = [len(ids) for ids in tokenizer([t[len(head):] for t in texts], add_special_tokens=False)["input_ids"]]
+        if head_tokens + rest[0] == len(tokenizer(texts[0], add_special_tokens=False)["input_ids"]):
+            return [head_tokens + n for n in rest]
+    return [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
 
 
 def planned_tokens(lengths: list[int], max_length: int, trl_kwargs: dict, examples_per_step: int) -> int:

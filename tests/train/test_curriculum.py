@@ -213,3 +213,30 @@ def test_the_dataset_step_gives_each_conversation_the_names_its_questions_are_dr
     out = build_examples([instance], accepted, {"stripped": "s", "stuffed": "S"}, {"user": "{ask}", "tool": "{output}"},
                          BlockFormat())
     assert [e["names"] for mode in ("stripped", "stuffed") for e in out[mode]] == [["Maple Home", "search"]] * 2
+
+
+def test_a_schema_prompt_every_text_shares_is_counted_once_and_the_counts_are_the_whole_texts(tiny_model_dir,
+                                                                                               monkeypatch):
+    from transformers import AutoTokenizer
+
+    from runtime.train import step
+    from runtime.train.step import MIN_SHARED_HEAD, token_counts
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    schema = " ".join(f"Table campaign{i} has columns name, budget and channel." for i in range(40))
+    asks = ["Top 3 campaigns by budget", "Which travel campaigns are there?", "Rank campaigns"]
+    texts = [tokenizer.apply_chat_template([{"role": "system", "content": schema}, {"role": "user", "content": a}],
+                                           tokenize=False) for a in asks]
+    whole = [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+    heads = []
+    real_head = step.shared_head
+    monkeypatch.setattr(step, "shared_head", lambda *a: heads.append(real_head(*a)) or heads[-1])
+    assert token_counts(tokenizer, texts) == whole
+    assert len(heads[0]) >= MIN_SHARED_HEAD and heads[0].endswith(("<|im_end|>", "<|im_start|>"))
+    # A head that does not end where the tokenizer splits (here: mid-word) fails the check on
+    # the first text, and every text is tokenized whole.
+    cut = texts[0].index("campaign7") + len("camp")
+    split = sum(len(tokenizer(part, add_special_tokens=False)["input_ids"]) for part in (texts[0][:cut], texts[0][cut:]))
+    assert split != whole[0]
+    monkeypatch.setattr(step, "shared_head", lambda *a: texts[0][:cut])
+    assert token_counts(tokenizer, texts) == whole
