@@ -76,27 +76,29 @@ def prefix_once_attention(module, query, key, value, attention_mask, dropout: fl
     groups = heads // kv_heads
     scale = scaling if scaling is not None else dim ** -0.5
     # Each key/value head's query heads side by side: (rows, kv_heads, groups * queries, dim).
-    q = query.reshape(rows, kv_heads, groups * queries, dim)
+    # In float32, as sdpa accumulates: a half-precision sum of thousands of exponentials is not.
+    # (Only the slices read are converted: a float32 model's are not copied.)
+    q = query.reshape(rows, kv_heads, groups * queries, dim).float()
 
     # The prefix: every row's queries against row 0's copy, (kv_heads, rows * groups * queries, prefix).
     flat = q.transpose(0, 1).reshape(kv_heads, rows * groups * queries, dim)
-    p_top, p_sum, p_out = _blockwise(torch.matmul(flat, key[0, :, :prefix].transpose(-1, -2)) * scale,
-                                     value[0, :, :prefix])
+    p_top, p_sum, p_out = _blockwise(torch.matmul(flat, key[0, :, :prefix].float().transpose(-1, -2)) * scale,
+                                     value[0, :, :prefix].float())
     p_top, p_sum, p_out = (t.reshape(kv_heads, rows, groups * queries, t.shape[-1]).transpose(0, 1)
                            for t in (p_top, p_sum, p_out))
 
     # Each row's own keys: (rows, kv_heads, groups * queries, own).
-    scores = torch.matmul(q, key[:, :, prefix:].transpose(-1, -2)) * scale
+    scores = torch.matmul(q, key[:, :, prefix:].float().transpose(-1, -2)) * scale
     if attention_mask is not None:
         mask = attention_mask[:, :, :, prefix:key.shape[2]]
         mask = mask.unsqueeze(2).expand(-1, -1, groups, -1, -1).reshape(rows, mask.shape[1], groups * queries, -1)
         scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
-    o_top, o_sum, o_out = _blockwise(scores, value[:, :, prefix:])
+    o_top, o_sum, o_out = _blockwise(scores, value[:, :, prefix:].float())
 
     top = torch.maximum(p_top, o_top)
     p_weight, o_weight = torch.exp(p_top - top), torch.exp(o_top - top)
     out = (p_out * p_weight + o_out * o_weight) / (p_sum * p_weight + o_sum * o_weight)
-    return out.reshape(rows, heads, queries, dim).transpose(1, 2).contiguous(), None
+    return out.reshape(rows, heads, queries, dim).transpose(1, 2).contiguous().to(query.dtype), None
 
 
 AttentionInterface.register(PREFIX_ONCE, prefix_once_attention)

@@ -116,3 +116,12 @@ def test_a_generator_decodes_a_shared_schema_prompt_through_the_split(tiny_model
         assert a.completion_ids == b.completion_ids
         assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
     assert model.config._attn_implementation == "sdpa"
+
+
+def test_a_half_precision_model_gets_its_dtype_back_and_float32_sums():
+    query, key, value = batch(1, 6)
+    mask = padded_mask(1, 6, pads=[0, 2, 5])
+    got = split(query.bfloat16(), key.bfloat16(), value.bfloat16(), mask)
+    expected = sdpa(query.bfloat16().float(), key.bfloat16().float(), value.bfloat16().float(), mask)
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.float(), expected, atol=1e-2, rtol=1e-2)
