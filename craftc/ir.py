@@ -400,15 +400,17 @@ class ExecutionGate(Node):
         get_args(ExecutionReject),
         description="failure kinds rejected; `timeout 10s` also sets the timeout",
         json_schema_extra=_surface(type="reject"))
-    timeout_s: float = Field(10.0, gt=0, description="wall-clock limit per execution",
+    timeout_s: float = Field(10.0, gt=0, description="wall-clock limit per execution of a teacher's candidate "
+                             "or a reference solution (GRPO's rows' references too)",
                              json_schema_extra=_surface(key="timeout", type="duration"))
     memory_mb: int = Field(1024, ge=16, description="memory limit per execution, in MB",
                            json_schema_extra=_surface(key="memory"))
     # Sandbox process reuse: 1 = a fresh process per candidate.
     jobs_per_process: int = Field(
         1, ge=1, le=1000,
-        description="candidates one sandbox process may run in turn (1: a fresh process each; "
-                    "more is faster, and a candidate's changes to modules can reach later ones)")
+        description="candidates or reference solutions one sandbox process may run in turn (1: a fresh "
+                    "process each; more is faster, and a candidate's changes to modules can reach later ones); "
+                    "GRPO rollouts and eval always get a fresh process")
     workers: int = Field(
         2, ge=1, le=256,
         description="sandbox processes running agent code at once, in the gate, GRPO rollouts and eval "
