@@ -125,3 +125,29 @@ def test_a_half_precision_model_gets_its_dtype_back_and_float32_sums():
     expected = sdpa(query.bfloat16().float(), key.bfloat16().float(), value.bfloat16().float(), mask)
     assert got.dtype == torch.bfloat16
     torch.testing.assert_close(got.float(), expected, atol=1e-2, rtol=1e-2)
+
+
+def test_a_llama_model_with_three_query_heads_per_key_head_decodes_the_same(tiny_model, monkeypatch):
+    # The `pretrained` profile's SmolLM2 is a Llama: grouped-query attention, 3 heads per key head.
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    _, tok = tiny_model
+    tok = copy.deepcopy(tok)
+    tok.eos_token = "<|im_start|>"
+    torch.manual_seed(0)
+    llama = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=48, num_attention_heads=6,
+                                         num_key_value_heads=2, num_hidden_layers=2, intermediate_size=64,
+                                         max_position_embeddings=512, attn_implementation="sdpa")).eval()
+    monkeypatch.setattr(prefix_attention, "MIN_PREFIX_ONCE", 64)
+    split_calls = []
+    real = prefix_attention._blockwise
+    monkeypatch.setattr(prefix_attention, "_blockwise", lambda *a: split_calls.append(1) or real(*a))
+    schema = " ".join(f"Table campaign{i} has columns name, budget and channel." for i in range(12))
+    asks = ["Top 3 campaigns by budget", "Which travel campaigns are there?"]
+    conversations = [[{"role": "system", "content": schema}, {"role": "user", "content": q}] for q in asks]
+    shared = HFGenerator(llama, tok, max_new_tokens=5, batch_size=2)(conversations)
+    plain = HFGenerator(llama, tok, max_new_tokens=5, batch_size=2, share_prefix=False)(conversations)
+    assert len(split_calls) == 2 * 2 * 4
+    for a, b in zip(shared, plain):
+        assert a.completion_ids == b.completion_ids
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
