@@ -565,6 +565,14 @@ class StageBase(Node):
     processes: int = Field(1, ge=1, le=256, description="training processes per node on CPU "
                            "(`gpus 0`); above 1 needs `parallel ddp`", json_schema_extra=_surface(engine="trl"))
     mixed_precision: Literal["no", "bf16", "fp16"] = Field("no", description="mixed precision")
+    # Keeping every layer's activations for the backward pass is most of a long example's
+    # training memory: two of the pretrained profile's stuffed examples (~6,500 tokens of
+    # SmolLM2) peaked at 17.2 GB on CPU, 7.1 GB recomputing them (docs/training.md, "Memory").
+    checkpointing: Literal["auto", "on", "off"] = Field(
+        "auto", exclude_if=_omitted_at("auto"),
+        description="activation checkpointing: recompute each layer's activations in the backward pass "
+        "instead of keeping them (less memory, more compute); `auto`: on with GPUs, off on CPU (under `engine "
+        "verl`, verl's own default: on)")
     lora: LoraAdapter | None = Field(
         None, description="train a LoRA adapter instead of every weight (`lora { r 16  alpha 32 }`); "
                           "the stage saves the adapter and the merged model later steps read",

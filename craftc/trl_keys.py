@@ -33,6 +33,7 @@ CRAFT_TO_TRL: dict[str, tuple[str, ...]] = {
     "max_length": ("max_length",),
     "mask": ("assistant_only_loss",),
     "mixed_precision": ("bf16", "fp16"),
+    "checkpointing": ("activation_checkpointing", "gradient_checkpointing"),
     "gpus": ("use_cpu",),
     "seed": ("seed", "data_seed"),
     "group": ("num_generations",),

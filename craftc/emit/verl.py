@@ -22,6 +22,7 @@ import json
 from craftc.check.engines import verl_data_parallel
 from craftc.emit.render import render_template
 from craftc.emit.specs import reward_spec
+from craftc.emit.stages import checkpointing
 from craftc.ir import REWARD_COMPONENTS, GRPOStage, Recipe
 from craftc.version import __version__
 
@@ -71,6 +72,14 @@ def _reward(recipe: Recipe, stage: GRPOStage) -> list[str]:
     return lines
 
 
+def _checkpointing(stage: GRPOStage) -> list[str]:
+    """verl recomputes activations unless told otherwise, which is `auto`'s choice on GPUs;
+    only a recipe's explicit `checkpointing on|off` is passed on."""
+    if stage.checkpointing == "auto":
+        return []
+    return [f"actor_rollout_ref.model.enable_gradient_checkpointing={'true' if checkpointing(stage) else 'false'}"]
+
+
 def verl_overrides(recipe: Recipe, stage: GRPOStage) -> list[str]:
     """The stage's hydra overrides for ``verl.trainer.main_ppo``, without run-time paths."""
     prompts = stage.batch // stage.group
@@ -112,6 +121,7 @@ def verl_overrides(recipe: Recipe, stage: GRPOStage) -> list[str]:
         f"{turns}.format={stage.tool_format}",
         f"{rollout}.agent.default_agent_loop={AGENT_LOOP}",
         *_reward(recipe, stage),
+        *_checkpointing(stage),
         "trainer.critic_warmup=0",
         "trainer.logger=[console]",
         "trainer.val_before_train=false",

@@ -49,12 +49,12 @@ def test_a_grpo_setting_on_an_sft_stage_is_an_error_at_the_key(tmp_path):
 
 
 def test_trl_keys_are_sorted_and_typed_in_the_plan(tmp_path):
-    result = _mini_with_sft(tmp_path, 'trl { save_total_limit 3  gradient_checkpointing true  '
+    result = _mini_with_sft(tmp_path, 'trl { save_total_limit 3  torch_compile true  '
                                       'lr_scheduler_type cosine  weight_decay 0.01  run_name "x" }')
     assert result.ok, result.render()
     assert result.recipe.stages[0].trl == (
-        ("gradient_checkpointing", True), ("lr_scheduler_type", "cosine"), ("run_name", "x"),
-        ("save_total_limit", 3), ("weight_decay", 0.01))
+        ("lr_scheduler_type", "cosine"), ("run_name", "x"), ("save_total_limit", 3),
+        ("torch_compile", True), ("weight_decay", 0.01))
     plan = Plan(craftc_version="t", recipe=result.recipe)
     again = Plan.model_validate_json(plan.model_dump_json(by_alias=True))
     assert again.recipe.stages[0].trl == result.recipe.stages[0].trl   # bools stay bools
@@ -72,6 +72,14 @@ def test_a_trl_key_craft_sets_names_the_craft_setting(tmp_path):
     result = _mini_with_sft(tmp_path, "trl { per_device_train_batch_size 2 }")
     [d] = [d for d in result.diagnostics if d.code == "E215"]
     assert d.help == "use the craft setting `per_device_batch`"
+
+
+@pytest.mark.parametrize("key", ["gradient_checkpointing", "activation_checkpointing"])
+def test_checkpointing_through_trl_names_the_craft_setting(tmp_path, key):
+    """Both of transformers' names for it: the plan says it once, as `checkpointing`."""
+    result = _mini_with_sft(tmp_path, f"trl {{ {key} true }}")
+    [d] = [d for d in result.diagnostics if d.code == "E215"]
+    assert d.help == "use the craft setting `checkpointing`"
 
 
 def test_without_trl_the_keys_are_unchecked_with_a_warning(tmp_path, monkeypatch):

@@ -49,6 +49,19 @@ def test_cluster_kwargs_are_all_real_trl_fields(recipe):
     assert trl_config(recipe, grpo)["use_vllm"] is True
 
 
+@pytest.mark.parametrize("gpus, setting, recomputes", [
+    (0, "auto", False), (0, "on", True), (0, "off", False),
+    (8, "auto", True), (8, "on", True), (8, "off", False),
+])
+def test_checkpointing_is_on_with_gpus_off_on_cpu_unless_the_recipe_says(recipe, gpus, setting, recomputes):
+    for kind in ("sft", "grpo"):
+        stage = stage_with(kind, gpus=gpus, parallel="none" if gpus == 0 else "fsdp2", checkpointing=setting)
+        assert trl_config(recipe, stage)["activation_checkpointing"] is recomputes
+    # `auto` is the default and stays out of plan.json, so plans written before the setting keep their bytes.
+    assert "checkpointing" not in stage_with(checkpointing="auto").model_dump()
+    assert stage_with(checkpointing="on").model_dump()["checkpointing"] == "on"
+
+
 def test_the_vllm_mode_reaches_trl_and_the_plan_only_with_a_vllm_rollout(recipe):
     """TRL reads `vllm_mode` only with `use_vllm`; anywhere else the mode would be a
     setting nothing reads (and `rollout transformers, server` is E523)."""

@@ -95,6 +95,25 @@ def test_a_verl_stage_lowers_mixed_precision_to_the_dtype_its_engines_compute_in
     assert {"actor_rollout_ref.actor.megatron.dtype=bfloat16", "actor_rollout_ref.ref.megatron.dtype=bfloat16"} <= set(overrides)
 
 
+@pytest.mark.parametrize("setting, line", [
+    ("", None),      # verl's own default recomputes activations, as `auto` does on GPUs
+    ("  checkpointing off", "actor_rollout_ref.model.enable_gradient_checkpointing=false"),
+    ("  checkpointing on", "actor_rollout_ref.model.enable_gradient_checkpointing=true"),
+])
+def test_a_verl_stage_passes_an_explicit_checkpointing_on(tmp_path, setting, line):
+    text = RECIPE.read_text()
+    grpo = next(x for x in text.splitlines() if "stage grpo { engine verl" in x)
+    recipe = tmp_path / "recipes/ads.craft"
+    recipe.parent.mkdir()
+    for part in ("schema_specs", "examples"):
+        (tmp_path / part).symlink_to(ROOT / part, target_is_directory=True)
+    recipe.write_text(text.replace(grpo, grpo.replace("lr 1e-6 }", f"lr 1e-6{setting} }}")))
+    done = craftc("compile", recipe, "-o", tmp_path / "plan", "--profile", "cluster_verl")
+    assert done.returncode == 0, done.stderr
+    overrides = (tmp_path / "plan/stages/grpo/verl_overrides.txt").read_text().splitlines()
+    assert [o for o in overrides if "gradient_checkpointing" in o] == ([line] if line else [])
+
+
 def test_the_gpu_check_script_parses_and_its_dry_run_prints_the_commands():
     script = ROOT / "benchmarks/gpu_check_verl.sh"
     assert subprocess.run(["bash", "-n", script]).returncode == 0

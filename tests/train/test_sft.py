@@ -186,3 +186,24 @@ def test_a_short_run_records_its_threads(short_run):
     _, summary, _ = short_run
     assert summary["cpu_threads"] >= 1
     assert summary["cpu_threads_changes"] == []         # launched alone: no other arm frees a core
+
+
+# What `craftc compile` writes for `lora { r 4  alpha 8  dropout 0  targets q_proj, v_proj }`.
+LORA = {"r": 4, "lora_alpha": 8.0, "lora_dropout": 0.0, "target_modules": ["q_proj", "v_proj"],
+        "target_parameters": [], "bias": "none", "task_type": "CAUSAL_LM"}
+
+
+@pytest.mark.parametrize("peft", [None, LORA], ids=["full", "lora"])
+def test_checkpointing_recomputes_the_same_losses(tiny_model_dir, dataset_dir, tmp_path, peft):
+    """`checkpointing on` trades time for memory only: the losses and gradients are the ones
+    the stage computes keeping its activations (a LoRA adapter's too, whose frozen inputs
+    need gradients for the recomputed layers to reach it)."""
+    runs = {}
+    for on in (False, True):
+        trl = {**SHORT, "max_steps": 3, "logging_steps": 1, "save_strategy": "no", "activation_checkpointing": on}
+        out = tmp_path / f"checkpointing-{on}"
+        train_sft(tiny_model_dir, dataset_dir, out, trl, ASSISTANT_ONLY, peft_kwargs=peft)
+        logged = [h for h in map(json.loads, (out / "metrics.jsonl").read_text().splitlines()) if "loss" in h]
+        runs[on] = [value for h in logged for value in (h["loss"], h["grad_norm"])]
+    assert len(runs[False]) == 6 and runs[False][1] > 0
+    assert runs[True] == pytest.approx(runs[False], rel=1e-4)
