@@ -11,7 +11,7 @@ from runtime.agent import Episode, UserTurn
 from runtime.eval.stats import bootstrap_mean, wilson
 
 __all__ = ["METRICS", "PER_INSTANCE", "discovery_loops", "turn_passed", "instance_values", "metric_values", "per_workflow",
-           "summarise"]
+           "repair_counts", "summarise"]
 
 
 def turn_passed(turn: UserTurn) -> bool:
@@ -114,3 +114,31 @@ def per_workflow(episodes: list[Episode]) -> list[dict]:
         rows.append({"workflow": workflow, "split": split, "passed": k, "n": n,
                      "value": round(k / n, 6) if n else None})
     return rows
+
+
+def repair_counts(episodes: list[Episode]) -> dict[str, int]:
+    """What the agent did when an attempt failed: ``{repairs, same_code, ran}``.
+
+    A repair is a model call that follows a failed attempt in the same user turn: code
+    that did not run, or no code block at all; either way the agent was shown the error.
+    ``same_code`` counts repairs whose code is the failed attempt's byte for byte (the
+    error was not read), ``ran`` those whose code then ran.
+
+    Example:
+        >>> from runtime.agent import ExecRecord, ModelCall
+        >>> failed = ModelCall(9, "", code="q(1)", exec=ExecRecord(ok=False, error_type="QueryError"),
+        ...                    tool_message="QueryError: no table q")
+        >>> fixed = ModelCall(9, "", code="q(2)", exec=ExecRecord(ok=True), tool_message="[3 rows]")
+        >>> repair_counts([Episode("i", turns=[UserTurn(0, "?", [failed, failed, fixed])])])
+        {'repairs': 2, 'same_code': 1, 'ran': 1}
+    """
+    repairs = same = ran = 0
+    for episode in episodes:
+        for turn in episode.turns:
+            for before, call in zip(turn.calls, turn.calls[1:]):
+                if before.tool_message is None or (before.exec is not None and before.exec.ok):
+                    continue        # the call after a run that worked writes the turn's answer
+                repairs += 1
+                same += call.code is not None and call.code == before.code
+                ran += call.exec is not None and call.exec.ok
+    return {"repairs": repairs, "same_code": same, "ran": ran}

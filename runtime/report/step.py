@@ -9,29 +9,38 @@ from runtime.report.breakdown import build_workflow_table, markdown_failures, ma
 from runtime.report.plots import plot_metric_bars, plot_training_curves
 from runtime.agent import Episode
 from runtime.agent.history import what_is_kept
-from runtime.eval.metrics import instance_values
+from runtime.eval.metrics import instance_values, repair_counts
 from runtime.eval.stats import paired_difference, paired_ratio
 from runtime.report.table import COST_METRICS, build_table, markdown_table
 
-__all__ = ["build_report", "cost_ratios", "missing_ratios", "rich_table", "run_report"]
+__all__ = ["build_report", "cost_ratios", "markdown_repairs", "missing_ratios", "read_episodes", "rich_table",
+           "run_report"]
 
 SPLITS = ("all", "eval_params", "eval_phrasings", "eval_workflows")
 
 
-def cost_ratios(episodes_dir: Path, arms: list[str], baseline: str = "stuffed", seed: int = 0) -> dict:
+def read_episodes(episodes_dir: Path, arms: list[str]) -> dict[str, list[Episode]]:
+    """Every arm's ``eval/episodes/<arm>.jsonl``; empty when one of them is missing."""
+    files = {arm: episodes_dir / f"{arm}.jsonl" for arm in arms}
+    if not all(f.is_file() for f in files.values()):
+        return {}
+    return {arm: [Episode.from_dict(json.loads(line)) for line in f.read_text().splitlines() if line.strip()]
+            for arm, f in files.items()}
+
+
+def cost_ratios(episodes: dict[str, list[Episode]], baseline: str = "stuffed", seed: int = 0) -> dict:
     """Each arm's cost ratio to the baseline per split, with a paired bootstrap interval.
 
-    Read from ``eval/episodes/<arm>.jsonl``: instances are paired by id, so the interval
-    is over the questions both arms answered. Returns ``{split: {metric: {arm: ratio}}}``
-    (see ``runtime.eval.stats.paired_ratio``); empty when the episodes are missing. A
-    baseline that is 0 on every instance (a stuffed arm that never looks anything up) leaves
-    the ratio None; the ratio then carries the paired difference, arm minus baseline, instead.
+    From each arm's episodes (:func:`read_episodes`): instances are paired by id, so the
+    interval is over the questions both arms answered. Returns ``{split: {metric: {arm:
+    ratio}}}`` (see ``runtime.eval.stats.paired_ratio``); empty without the baseline's
+    episodes. A baseline that is 0 on every instance (a stuffed arm that never looks
+    anything up) leaves the ratio None; the ratio then carries the paired difference, arm
+    minus baseline, instead.
     """
-    files = {arm: episodes_dir / f"{arm}.jsonl" for arm in arms}
-    if not all(f.is_file() for f in files.values()) or baseline not in files:
+    if baseline not in episodes:
         return {}
-    episodes = {arm: [Episode.from_dict(json.loads(line)) for line in f.read_text().splitlines() if line.strip()]
-                for arm, f in files.items()}
+    arms = list(episodes)
     out: dict = {}
     for split in SPLITS:
         chosen = {arm: [e for e in eps if split == "all" or e.split == split] for arm, eps in episodes.items()}
@@ -54,7 +63,8 @@ def cost_ratios(episodes_dir: Path, arms: list[str], baseline: str = "stuffed", 
 def build_report(eval_json: dict, run_dir: Path | None = None) -> dict:
     """The report as data: one table per split, GRPO before/after when present."""
     results = eval_json["results"]
-    ratios = cost_ratios(Path(run_dir) / "eval" / "episodes", eval_json.get("arms", list(results))) if run_dir else {}
+    episodes = read_episodes(Path(run_dir) / "eval" / "episodes", eval_json.get("arms", list(results))) if run_dir else {}
+    ratios = cost_ratios(episodes)
     tables = {s: build_table(results, split=s, ratios=ratios.get(s)) for s in SPLITS
               if any(s in r for r in results.values())}
     report = {"instances": eval_json.get("instances"), "arms": eval_json.get("arms", list(results)),
@@ -69,6 +79,8 @@ def build_report(eval_json: dict, run_dir: Path | None = None) -> dict:
         report["per_workflow"] = build_workflow_table(eval_json["per_workflow"])
     if eval_json.get("failures"):       # failure classes per arm, one example each
         report["failures"] = eval_json["failures"]
+    if episodes:                        # what each arm did after its code failed
+        report["repairs"] = {arm: repair_counts(eps) for arm, eps in episodes.items()}
     if "general" in eval_json:          # eval { general ... }: lm-eval changes against the base
         report["general"] = eval_json["general"]
     summary = Path(run_dir) / "grpo" / "grpo_summary.json" if run_dir else None
@@ -103,6 +115,11 @@ def render_markdown(report: dict) -> str:
     if "failures" in report:
         parts += ["\n## Why turns failed\n\nEach failed user turn has one class, the first that applies in "
                   "this order (docs/evaluation.md).\n\n", markdown_failures(report["failures"])]
+    if report.get("repairs"):
+        parts += ["\n## Repairs\n\nModel calls after a failed attempt in the same user turn (code that did not run, "
+                  "or no code block; the agent shown the error): how many wrote the failed code again, byte for byte, "
+                  "and how many then ran.\n\n",
+                  markdown_repairs(report["repairs"])]
     if "grpo" in report:
         g = report["grpo"]
         rows = f"{g['measured_rows']} training prompts" if g.get("measured_rows") else "training prompts"
@@ -121,6 +138,29 @@ def render_markdown(report: dict) -> str:
 
         parts.append("\n#" + general_markdown(report["general"]))
     return "".join(parts)
+
+
+def markdown_repairs(repairs: dict[str, dict]) -> str:
+    """Arms as columns, like the failure table.
+
+    >>> print(markdown_repairs({"craft": {"repairs": 4, "same_code": 1, "ran": 2}}), end="")
+    | | craft |
+    | --- | --- |
+    | repairs | 4 |
+    | wrote the failed code again | 1 (25%) |
+    | ran | 2 (50%) |
+    """
+    arms = list(repairs)
+
+    def share(arm: str, key: str) -> str:
+        n, of = repairs[arm][key], repairs[arm]["repairs"]
+        return f"{n} ({100 * n / of:.0f}%)" if of else str(n)
+
+    lines = ["| | " + " | ".join(arms) + " |", "|" + " --- |" * (len(arms) + 1),
+             "| repairs | " + " | ".join(str(repairs[a]["repairs"]) for a in arms) + " |",
+             "| wrote the failed code again | " + " | ".join(share(a, "same_code") for a in arms) + " |",
+             "| ran | " + " | ".join(share(a, "ran") for a in arms) + " |"]
+    return "\n".join(lines) + "\n"
 
 
 def missing_ratios(table: dict) -> list[str]:

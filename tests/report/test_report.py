@@ -128,7 +128,7 @@ def _episode(arm, instance, tokens, discovery):
 def test_cost_ratios_pair_the_arms_instance_by_instance(tmp_path):
     """The ratio is sum(arm) / sum(stuffed) over the instances both arms ran, with a
     paired bootstrap interval: an instance that only one arm ran does not count."""
-    from runtime.report.step import cost_ratios
+    from runtime.report.step import cost_ratios, read_episodes
 
     episodes = {"craft": [_episode("craft", f"i{k}", 50 + k, 1) for k in range(8)],
                 "stuffed": [_episode("stuffed", f"i{k}", 1000, 2 + k % 2) for k in range(8)]
@@ -137,7 +137,7 @@ def test_cost_ratios_pair_the_arms_instance_by_instance(tmp_path):
     for arm, eps in episodes.items():
         (tmp_path / "episodes" / f"{arm}.jsonl").write_text(
             "".join(json.dumps(e.to_dict()) + "\n" for e in eps))
-    ratios = cost_ratios(tmp_path / "episodes", ["craft", "stuffed"])
+    ratios = cost_ratios(read_episodes(tmp_path / "episodes", ["craft", "stuffed"]))
     tokens = ratios["all"]["input_tokens"]["craft"]
     assert tokens["n"] == 8 and tokens["value"] == round(sum(50 + k for k in range(8)) / 8000, 6)
     assert tokens["ci"][0] <= tokens["value"] <= tokens["ci"][1]
@@ -146,6 +146,38 @@ def test_cost_ratios_pair_the_arms_instance_by_instance(tmp_path):
     cell = build_table(EVAL["results"], ratios=ratios["all"])["rows"][5]["arms"]["craft"]
     assert cell["ratio_ci"] == tokens["ci"]
     assert "x [" in markdown_table(build_table(EVAL["results"], ratios=ratios["all"]))
+
+
+def test_repairs_count_what_the_agent_did_after_its_code_failed(tmp_path):
+    """A repair follows a failed attempt in the same turn; the answer call after a run that
+    worked is not one. The report counts repairs that repeat the failed code and those
+    that then ran, per arm, from the episodes the eval step wrote."""
+    from runtime.agent import Episode, ExecRecord, ModelCall, UserTurn
+    from runtime.report.step import build_report, render_markdown
+
+    def call(code, ok):
+        return ModelCall(9, "", code=code, exec=ExecRecord(ok=ok, error_type=None if ok else "UnknownFieldError"),
+                         tool_message="[3 rows]" if ok else "UnknownFieldError: unknown field `x`")
+
+    answer = ModelCall(9, "", answer="The result has 3 rows.")
+    no_block = ModelCall(9, "CREATE TABLE ...", tool_message="FormatError: no <CODE> block and no <ANSWER> block")
+    turns = {"craft": [call("a", False), call("b", True), answer],         # one repair, and it ran
+             "sft_only": [call("a", False), call("a", False), call("a", False)],   # two, both the same code
+             # a retry after a reply with no code block is a repair too, with no code to repeat
+             "stuffed": [no_block, call("a", False)]}
+    (tmp_path / "eval/episodes").mkdir(parents=True)
+    for arm, calls in turns.items():
+        episode = Episode("i0", "w", "eval_params", arm, [UserTurn(0, "q", calls)])
+        (tmp_path / f"eval/episodes/{arm}.jsonl").write_text(json.dumps(episode.to_dict()) + "\n")
+    report = build_report({**EVAL, "results": {a: EVAL["results"][a] for a in turns}}, tmp_path)
+    assert report["repairs"] == {"craft": {"repairs": 1, "same_code": 0, "ran": 1},
+                                 "sft_only": {"repairs": 2, "same_code": 2, "ran": 0},
+                                 "stuffed": {"repairs": 1, "same_code": 0, "ran": 0}}
+    md = render_markdown(report)
+    assert "| wrote the failed code again | 0 (0%) | 2 (100%) | 0 (0%) |" in md
+    assert "| ran | 1 (100%) | 0 (0%) | 0 (0%) |" in md
+    # Without episodes (an eval.json alone) there is no repairs section.
+    assert "repairs" not in build_report(EVAL) and "## Repairs" not in render_markdown(build_report(EVAL))
 
 
 def test_a_ratio_against_a_baseline_of_zero_is_not_shown():
@@ -158,7 +190,7 @@ def test_a_baseline_that_never_looks_anything_up_gets_the_paired_difference_and_
     """A stuffed arm with no discovery calls leaves the loop ratio without a denominator:
     the table says so and shows craft minus stuffed per turn with its paired interval,
     and the report step's console names the missing ratio instead of leaving a blank."""
-    from runtime.report.step import cost_ratios, missing_ratios
+    from runtime.report.step import cost_ratios, missing_ratios, read_episodes
     from runtime.report.table import build_table, markdown_table
 
     episodes = {"craft": [_episode("craft", f"i{k}", 100, k % 2) for k in range(10)],
@@ -166,7 +198,7 @@ def test_a_baseline_that_never_looks_anything_up_gets_the_paired_difference_and_
     (tmp_path / "episodes").mkdir()
     for arm, eps in episodes.items():
         (tmp_path / "episodes" / f"{arm}.jsonl").write_text("".join(json.dumps(e.to_dict()) + "\n" for e in eps))
-    ratios = cost_ratios(tmp_path / "episodes", ["craft", "stuffed"])
+    ratios = cost_ratios(read_episodes(tmp_path / "episodes", ["craft", "stuffed"]))
     loops = ratios["all"]["discovery_loops"]["craft"]
     assert loops["value"] is None
     assert loops["difference"]["value"] == 0.5 and loops["difference"]["ci"][0] < 0.5 < loops["difference"]["ci"][1]
