@@ -13,8 +13,8 @@ from runtime.eval.metrics import instance_values, repair_counts
 from runtime.eval.stats import paired_difference, paired_ratio
 from runtime.report.table import COST_METRICS, build_table, markdown_table
 
-__all__ = ["build_report", "cost_ratios", "markdown_repairs", "missing_ratios", "read_episodes", "rich_table",
-           "run_report"]
+__all__ = ["build_report", "cost_ratios", "markdown_repairs", "missing_ratios", "nothing_passed", "read_episodes",
+           "rich_table", "run_report"]
 
 SPLITS = ("all", "eval_params", "eval_phrasings", "eval_workflows")
 
@@ -107,6 +107,8 @@ def render_markdown(report: dict) -> str:
     if report.get("copy_bias"):
         parts.append(f"\nEvery arm decoded greedily with `eval {{ copy_bias {report['copy_bias']:g} }}`: the logit of each "
                      "token that writes a word of the questions asked so far raised by that much (docs/evaluation.md).\n")
+    if warning := nothing_passed(report["tables"]["all"]):
+        parts.append(f"\n**Read with care:** {warning}.\n")
     for split, table in report["tables"].items():
         parts += [f"\n## {split}\n\n", markdown_table(table)]
     if "per_workflow" in report:
@@ -161,6 +163,24 @@ def markdown_repairs(repairs: dict[str, dict]) -> str:
              "| wrote the failed code again | " + " | ".join(share(a, "same_code") for a in arms) + " |",
              "| ran | " + " | ".join(share(a, "ran") for a in arms) + " |"]
     return "\n".join(lines) + "\n"
+
+
+def nothing_passed(table: dict) -> str | None:
+    """A warning when no arm answered a single held-out turn: such a report shows that the
+    pipeline runs, not what the recipe does, and should not be read as a comparison.
+
+    >>> row = {"metric": "agent_score", "arms": {"craft": {"value": 0.0, "n": 29}, "stuffed": {"value": 0.0, "n": 29}}}
+    >>> nothing_passed({"rows": [row]})
+    'no arm answered any of its held-out turns (agent score 0.0% in craft, stuffed): the arms cannot be compared on this run; train longer or on a larger base (docs/training.md)'
+    >>> row["arms"]["craft"]["value"] = 0.1
+    >>> nothing_passed({"rows": [row]}) is None
+    True
+    """
+    row = next((r for r in table["rows"] if r["metric"] == "agent_score"), None)
+    if not row or any(cell.get("value") for cell in row["arms"].values()):
+        return None
+    return (f"no arm answered any of its held-out turns (agent score 0.0% in {', '.join(row['arms'])}): the arms "
+            "cannot be compared on this run; train longer or on a larger base (docs/training.md)")
 
 
 def missing_ratios(table: dict) -> list[str]:
@@ -218,6 +238,8 @@ def run_report(ctx):
                for m in COST_METRICS for arm in report["arms"] if arm != "stuffed"}
     for line in missing_ratios(report["tables"]["all"]):
         ctx.console.print(f"[yellow]report: {line}[/yellow]")
+    if warning := nothing_passed(report["tables"]["all"]):
+        ctx.console.print(f"[yellow]report: {warning}[/yellow]")
     metrics.update({f"{m}_difference_{arm}": rows[m]["arms"][arm]["difference"]
                     for m in COST_METRICS for arm in report["arms"] if "difference" in rows[m]["arms"][arm]})
     return StepResult(metrics=metrics, outputs=("report.md", "report.json", *plots))

@@ -180,6 +180,20 @@ def test_repairs_count_what_the_agent_did_after_its_code_failed(tmp_path):
     assert "repairs" not in build_report(EVAL) and "## Repairs" not in render_markdown(build_report(EVAL))
 
 
+def test_a_report_where_no_arm_passed_says_it_cannot_compare_them():
+    """Every arm at 0% shows that the pipeline runs, not which arm is better: report.md says
+    so above its tables (and the step's console, through the same function)."""
+    from runtime.report.step import build_report, render_markdown
+
+    zero = {"arms": ["craft", "stuffed"], "instances": 4,
+            "results": {"craft": _arm(0.0, 110.0, 0.0), "stuffed": _arm(0.0, 1000.0, 0.0)}}
+    md = render_markdown(build_report(zero))
+    assert ("**Read with care:** no arm answered any of its held-out turns (agent score 0.0% in craft, stuffed): "
+            "the arms cannot be compared on this run") in md
+    assert md.index("Read with care") < md.index("## all")
+    assert "Read with care" not in render_markdown(build_report(EVAL))
+
+
 def test_a_ratio_against_a_baseline_of_zero_is_not_shown():
     from runtime.eval.stats import paired_ratio
 
