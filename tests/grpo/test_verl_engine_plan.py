@@ -54,16 +54,24 @@ def test_diff_between_the_trl_and_verl_cluster_profiles_shows_only_the_engine_an
     assert {k for k in old if old[k] != new[k] and k != "stages"} == {"profile"}
 
 
-@pytest.mark.parametrize("setting", ["measure 8", "history policy", "lora { r 8 }", "trl { save_total_limit 3 }"])
-def test_a_trl_only_setting_on_a_verl_stage_is_e516_at_its_line(tmp_path, setting):
-    """What only TRL's GRPO reads would be silently dropped under `engine verl`: refused instead."""
+def _with_verl_grpo_setting(tmp_path, setting: str):
+    """A copy of the ads recipe (beside links to its specs and solutions) whose `cluster_verl`
+    grpo stage also has `setting`; returns the recipe's path."""
     text = RECIPE.read_text()
     grpo = next(x for x in text.splitlines() if "stage grpo { engine verl" in x)
+    assert grpo.endswith("lr 1e-6 }"), grpo
     recipe = tmp_path / "recipes/ads.craft"
     recipe.parent.mkdir()
     for part in ("schema_specs", "examples"):
         (tmp_path / part).symlink_to(ROOT / part, target_is_directory=True)
     recipe.write_text(text.replace(grpo, grpo.replace("lr 1e-6 }", f"lr 1e-6  {setting} }}")))
+    return recipe
+
+
+@pytest.mark.parametrize("setting", ["measure 8", "history policy", "lora { r 8 }", "trl { save_total_limit 3 }"])
+def test_a_trl_only_setting_on_a_verl_stage_is_e516_at_its_line(tmp_path, setting):
+    """What only TRL's GRPO reads would be silently dropped under `engine verl`: refused instead."""
+    recipe = _with_verl_grpo_setting(tmp_path, setting)
     done = craftc("compile", recipe, "-o", tmp_path / "plan", "--profile", "cluster_verl")
     # verl's rows are one user turn each on the reference turns: `history reference` is what it does.
     key = setting if setting == "history policy" else setting.split()[0]
@@ -97,17 +105,11 @@ def test_a_verl_stage_lowers_mixed_precision_to_the_dtype_its_engines_compute_in
 
 @pytest.mark.parametrize("setting, line", [
     ("", None),      # verl's own default recomputes activations, as `auto` does on GPUs
-    ("  checkpointing off", "actor_rollout_ref.model.enable_gradient_checkpointing=false"),
-    ("  checkpointing on", "actor_rollout_ref.model.enable_gradient_checkpointing=true"),
+    ("checkpointing off", "actor_rollout_ref.model.enable_gradient_checkpointing=false"),
+    ("checkpointing on", "actor_rollout_ref.model.enable_gradient_checkpointing=true"),
 ])
 def test_a_verl_stage_passes_an_explicit_checkpointing_on(tmp_path, setting, line):
-    text = RECIPE.read_text()
-    grpo = next(x for x in text.splitlines() if "stage grpo { engine verl" in x)
-    recipe = tmp_path / "recipes/ads.craft"
-    recipe.parent.mkdir()
-    for part in ("schema_specs", "examples"):
-        (tmp_path / part).symlink_to(ROOT / part, target_is_directory=True)
-    recipe.write_text(text.replace(grpo, grpo.replace("lr 1e-6 }", f"lr 1e-6{setting} }}")))
+    recipe = _with_verl_grpo_setting(tmp_path, setting)
     done = craftc("compile", recipe, "-o", tmp_path / "plan", "--profile", "cluster_verl")
     assert done.returncode == 0, done.stderr
     overrides = (tmp_path / "plan/stages/grpo/verl_overrides.txt").read_text().splitlines()

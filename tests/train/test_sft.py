@@ -194,16 +194,25 @@ LORA = {"r": 4, "lora_alpha": 8.0, "lora_dropout": 0.0, "target_modules": ["q_pr
 
 
 @pytest.mark.parametrize("peft", [None, LORA], ids=["full", "lora"])
-def test_checkpointing_recomputes_the_same_losses(tiny_model_dir, dataset_dir, tmp_path, peft):
+def test_checkpointing_recomputes_the_same_losses(tiny_model_dir, dataset_dir, tmp_path, peft, monkeypatch):
     """`checkpointing on` trades time for memory only: the losses and gradients are the ones
     the stage computes keeping its activations (a LoRA adapter's too, whose frozen inputs
     need gradients for the recomputed layers to reach it)."""
-    runs = {}
+    import transformers.modeling_utils as modeling_utils
+
+    recomputed = []     # transformers' checkpoint calls: one per decoder layer and forward pass
+    real_checkpoint = modeling_utils.checkpoint
+    monkeypatch.setattr(modeling_utils, "checkpoint",
+                        lambda *args, **kwargs: recomputed.append(1) or real_checkpoint(*args, **kwargs))
+    runs, calls = {}, {}
     for on in (False, True):
         trl = {**SHORT, "max_steps": 3, "logging_steps": 1, "save_strategy": "no", "activation_checkpointing": on}
         out = tmp_path / f"checkpointing-{on}"
+        recomputed.clear()
         train_sft(tiny_model_dir, dataset_dir, out, trl, ASSISTANT_ONLY, peft_kwargs=peft)
+        calls[on] = len(recomputed)
         logged = [h for h in map(json.loads, (out / "metrics.jsonl").read_text().splitlines()) if "loss" in h]
         runs[on] = [value for h in logged for value in (h["loss"], h["grad_norm"])]
+    assert calls[False] == 0 and calls[True] > 0, calls      # the setting reaches the model
     assert len(runs[False]) == 6 and runs[False][1] > 0
     assert runs[True] == pytest.approx(runs[False], rel=1e-4)
