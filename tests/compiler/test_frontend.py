@@ -67,7 +67,7 @@ def test_check_paths_tells_schemas_from_recipes_and_sorts_everything(monkeypatch
     assert found == sorted(found, key=lambda d: (d.span.file, d.span.line, d.span.col))
 
 
-@pytest.mark.parametrize("profile", [None, "cluster", "smoke", "references_hidden", "pretrained"])
+@pytest.mark.parametrize("profile", [None, "cluster", "smoke", "references_hidden", "pretrained", "equal_epochs"])
 def test_the_ads_recipe_loads_without_errors(profile):
     result = load_recipe(ROOT / "recipes/ads_analytics.craft", profile=profile)
     assert result.ok, result.render()
@@ -90,3 +90,11 @@ def test_the_pretrained_profile_trains_a_lora_adapter_on_smollm2_without_the_thi
     assert sft.lora is not None and sft.prefix_epochs == 0
     default = load_recipe(ROOT / "recipes/ads_analytics.craft").recipe
     assert next(s for s in default.stages if s.kind == "sft").prefix_epochs == 2
+
+
+def test_the_equal_epochs_profile_is_the_default_with_a_baseline_trained_as_long():
+    default = load_recipe(ROOT / "recipes/ads_analytics.craft").recipe
+    equal = load_recipe(ROOT / "recipes/ads_analytics.craft", profile="equal_epochs").recipe
+    assert (default.eval.baseline_budget, equal.eval.baseline_budget) == ("tokens", "steps")
+    with_steps = default.model_copy(update={"eval": default.eval.model_copy(update={"baseline_budget": "steps"})})
+    assert equal.model_dump(exclude={"profile"}) == with_steps.model_dump(exclude={"profile"})
