@@ -24,7 +24,7 @@ __all__ = [
     "RunPath", "MANIFEST", "API_FACTORY", "FINAL", "ADAPTER", "SFT_ARMS",
     "WAREHOUSE", "WORLD_PROFILE", "DISTILL_INSTANCES", "CANDIDATES", "GATE_INSTANCES", "ACCEPTED",
     "OUTCOMES", "FUNNEL_JSON", "FUNNEL_MD", "DATASET_DIR", "EVAL_INSTANCES", "CORPUS",
-    "SFT_BASE", "sft_arm_dir", "sft_final", "trained_model", "SFT_FINAL", "SFT_SUMMARY", "GRPO_FINAL", "GRPO_SUMMARY", "GRPO_STEP_CONFIG", "TRAIN_INSTANCES",
+    "SFT_BASE", "sft_arm_dir", "sft_final", "trained_model", "EVAL_ARM_MODELS", "SFT_FINAL", "SFT_SUMMARY", "GRPO_FINAL", "GRPO_SUMMARY", "GRPO_STEP_CONFIG", "TRAIN_INSTANCES",
     "EVAL_JSON", "REPORT_JSON",
 ]
 
@@ -110,5 +110,7 @@ GRPO_STEP_CONFIG = RunPath("grpo", "grpo_config.json")     # what the stage's la
 TRAIN_INSTANCES = RunPath("grpo", "train_instances.json")  # the gate's instances of the train split
 
 # eval, report
+EVAL_ARM_MODELS = {"craft": ("craft", True), "sft_only": ("craft", False), "stuffed": ("stuffed", False)}
+"""Each evaluated arm's model: the sft arm it comes from, and whether GRPO trained it after."""
 EVAL_JSON = RunPath("eval", "eval.json")
 REPORT_JSON = RunPath("report", "report.json")

@@ -25,6 +25,7 @@ from runtime.eval.failures import ReferenceCatalog, classify_episode, failure_su
 from runtime.eval.metrics import per_workflow, summarise
 from runtime.eval.progress import ArmProgress
 from runtime.eval.scoring import score_episode
+from runtime.layout import EVAL_ARM_MODELS
 
 __all__ = ["reference_frames", "evaluate_arm", "split_summaries", "spread_per_split", "run_eval"]
 
@@ -207,8 +208,10 @@ def run_eval(ctx):
     if recipe.eval.copy_bias:
         ctx.console.print(f"eval: every arm decodes with `copy_bias {recipe.eval.copy_bias:g}` (the asked words' "
                           "logits raised; docs/evaluation.md, \"Copy bias\")")
-    models = {"craft": lambda: ctx.input_dir("grpo") / "final", "sft_only": lambda: _sft_model(ctx, "craft"),
-              "stuffed": lambda: _sft_model(ctx, "stuffed")}
+    def model_of(arm: str) -> Path:
+        sft_arm, after_grpo = EVAL_ARM_MODELS[arm]
+        return ctx.input_dir("grpo") / "final" if after_grpo else _sft_model(ctx, sft_arm)
+
     catalog = reference_catalog(ctx, held_out)
     (ctx.out_dir / "episodes").mkdir(parents=True, exist_ok=True)
     results, by_workflow, failures = {}, {}, {}
@@ -221,7 +224,7 @@ def run_eval(ctx):
             ctx.console.print(f"eval: arm {arm} on {len(tasks)} instances")
             with ArmProgress(ctx.console, arm, len(tasks), sum(len(t.turns) for t in tasks),
                              builder["max_turns"]) as progress:
-                episodes = evaluate_arm(arm, models[arm](), tasks, references, prompts[arm], sandbox,
+                episodes = evaluate_arm(arm, model_of(arm), tasks, references, prompts[arm], sandbox,
                                         fmt, builder["max_turns"], wording, terms, max_new, engine=engine,
                                         catalog=catalog, progress=progress, earlier_turns=earlier_turns,
                                         copy_bias=recipe.eval.copy_bias, batch_size=recipe.eval.batch)
@@ -240,7 +243,7 @@ def run_eval(ctx):
         report["copy_bias"] = recipe.eval.copy_bias
     outputs = []
     if recipe.eval.general:
-        report["general"] = general_skills(ctx, {arm: models[arm] for arm in recipe.eval.arms})
+        report["general"] = general_skills(ctx, {arm: model_of(arm) for arm in recipe.eval.arms})
         outputs.append("general.md")
     (ctx.out_dir / "eval.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     flat = {f"{arm}.{m}": v["value"] for arm, r in results.items() for m, v in r["all"].items()}
@@ -280,7 +283,7 @@ def general_skills(ctx, trained: dict) -> dict:
     from runtime.step_context import StepError
 
     spec = ctx.plan.recipe.eval
-    models = {"base": base_model(ctx), **{arm: load() for arm, load in trained.items()}}
+    models = {"base": base_model(ctx), **trained}
     try:
         report = run_general(models, spec.general, spec.general_include, spec.general_limit, ctx.seed,
                              log=ctx.console.print)

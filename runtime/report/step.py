@@ -12,11 +12,16 @@ from runtime.agent.history import what_is_kept
 from runtime.eval.metrics import instance_values, repair_counts
 from runtime.eval.stats import paired_difference, paired_ratio
 from runtime.report.table import COST_METRICS, build_table, markdown_table
+from runtime.report.training import arm_training, markdown_training, undertrained_baseline
 
 __all__ = ["build_report", "cost_ratios", "markdown_repairs", "missing_ratios", "nothing_passed", "read_episodes",
            "rich_table", "run_report"]
 
 SPLITS = ("all", "eval_params", "eval_phrasings", "eval_workflows")
+
+# What each `eval { baseline_budget ... }` gives the stuffed arm, as the report says it.
+BUDGET_MEANING = {"tokens": "as many training tokens as the stripped arm, so fewer steps of its longer examples",
+                  "steps": "as many steps as the stripped arm: the same epochs, at several times the compute"}
 
 
 def read_episodes(episodes_dir: Path, arms: list[str]) -> dict[str, list[Episode]]:
@@ -81,6 +86,9 @@ def build_report(eval_json: dict, run_dir: Path | None = None) -> dict:
         report["failures"] = eval_json["failures"]
     if episodes:                        # what each arm did after its code failed
         report["repairs"] = {arm: repair_counts(eps) for arm, eps in episodes.items()}
+    training = arm_training(run_dir, report["arms"]) if run_dir else None
+    if training:                        # each arm's steps, tokens and closing loss
+        report["training"] = training
     if "general" in eval_json:          # eval { general ... }: lm-eval changes against the base
         report["general"] = eval_json["general"]
     summary = Path(run_dir) / "grpo" / "grpo_summary.json" if run_dir else None
@@ -109,8 +117,16 @@ def render_markdown(report: dict) -> str:
                      "token that writes a word of the questions asked so far raised by that much (docs/evaluation.md).\n")
     if warning := nothing_passed(report["tables"]["all"]):
         parts.append(f"\n**Read with care:** {warning}.\n")
+    if warning := undertrained_baseline(report.get("training"), report["tables"]["all"]):
+        parts.append(f"\n**Read with care:** {warning}.\n")
     for split, table in report["tables"].items():
         parts += [f"\n## {split}\n\n", markdown_table(table)]
+    if report.get("training"):
+        budget = report["training"].get("baseline_budget")
+        parts += ["\n## How each arm was trained\n\nFrom the sft and grpo steps; `sft_only` is craft's SFT model "
+                  "before GRPO." + (f" The stuffed baseline's budget: `eval {{ baseline_budget {budget} }}` "
+                                    f"({BUDGET_MEANING.get(budget, '')})." if budget else "") + "\n\n",
+                  markdown_training(report["training"])]
     if "per_workflow" in report:
         parts += ["\n## Agent score per workflow\n\nUser turns passing, per workflow and held-out split.\n\n",
                   markdown_workflow_table(report["per_workflow"])]
@@ -239,6 +255,8 @@ def run_report(ctx):
     for line in missing_ratios(report["tables"]["all"]):
         ctx.console.print(f"[yellow]report: {line}[/yellow]")
     if warning := nothing_passed(report["tables"]["all"]):
+        ctx.console.print(f"[yellow]report: {warning}[/yellow]")
+    if warning := undertrained_baseline(report.get("training"), report["tables"]["all"]):
         ctx.console.print(f"[yellow]report: {warning}[/yellow]")
     metrics.update({f"{m}_difference_{arm}": rows[m]["arms"][arm]["difference"]
                     for m in COST_METRICS for arm in report["arms"] if "difference" in rows[m]["arms"][arm]})

@@ -260,3 +260,46 @@ def test_the_report_says_how_every_arm_decoded_with_a_copy_bias():
     assert biased["copy_bias"] == 3.0
     assert "Every arm decoded greedily with `eval { copy_bias 3 }`" in render_markdown(biased)
     assert "copy_bias" not in build_report(EVAL) and "copy_bias" not in render_markdown(build_report(EVAL))
+
+
+def _sft_step(run, budget, stuffed_steps):
+    """An sft step dir as the step leaves it: its manifest's per-arm summaries and each arm's loss log."""
+    def summary(steps, tokens):
+        return {"steps": steps, "num_tokens": tokens, "prefix_warm_up": {"steps": 2 * steps, "num_tokens": tokens}}
+
+    (run / "sft").mkdir(parents=True)
+    (run / "sft" / "manifest.json").write_text(json.dumps({"status": "complete", "metrics": {
+        "baseline_budget": budget, "craft": summary(100, 5000), "stuffed": summary(stuffed_steps, 5100)}}))
+    for arm, losses in (("craft", [3.0] * 90 + [0.5] * 10), ("stuffed", [4.0] * 9 + [2.0])):
+        (run / "sft" / arm).mkdir()
+        (run / "sft" / arm / "metrics.jsonl").write_text(
+            "".join(json.dumps({"step": i + 1, "loss": x, "mean_token_accuracy": 1 / x}) + "\n"
+                    for i, x in enumerate(losses)))
+
+
+def test_the_report_says_how_each_arm_was_trained_and_warns_of_a_baseline_whose_code_never_ran(tmp_path):
+    from runtime.report import build_report, render_markdown
+
+    results = {arm: {"all": {"execution_success": _metric(value, [0.0, 1.0], n=12),
+                             "agent_score": _metric(value / 2, [0.0, 1.0], n=12)}}
+               for arm, value in (("craft", 0.9), ("sft_only", 0.8), ("stuffed", 0.0))}
+    evaluated = {"arms": ["craft", "sft_only", "stuffed"], "instances": 6, "results": results}
+    run = tmp_path / "tokens"
+    _sft_step(run, "tokens", stuffed_steps=10)
+    report = build_report(evaluated, run)
+    # sft_only is craft's SFT model; the closing loss is the mean over the last tenth of the logged steps.
+    assert report["training"]["arms"]["sft_only"] == {
+        "sft_arm": "craft", "warm_up_steps": 200, "steps": 100, "tokens": 10000, "closing_loss": 0.5,
+        "closing_token_accuracy": 2.0, "grpo_steps": 0}
+    assert report["training"]["arms"]["stuffed"]["closing_loss"] == 2.0          # one step: its last
+    md = render_markdown(report)
+    assert "| SFT steps on conversations | 100 | 100 | 10 |" in md
+    assert ("**Read with care:** stuffed's code ran in none of its 12 user turns after 30 SFT steps, "
+            "against craft's 300") in md
+
+    # Trained for as many steps, a baseline whose code never ran is a finding, not a budget to question.
+    run = tmp_path / "steps"
+    _sft_step(run, "steps", stuffed_steps=100)
+    md = render_markdown(build_report(evaluated, run))
+    assert "`eval { baseline_budget steps }` (as many steps as the stripped arm" in md
+    assert "Read with care" not in md

@@ -1,0 +1,137 @@
+"""How much training each evaluated arm got: the report's "How each arm was trained".
+
+A comparison is only as fair as its arms' training. Under `eval { baseline_budget
+tokens }` (the default) the stuffed baseline reads as many tokens as the stripped arm,
+and its examples are ten to a hundred times longer, so it takes a small share of the
+stripped arm's steps and may end without having learned the block format. Its scores
+then measure that, not the schema in its prompt; the report shows each arm's steps,
+tokens and closing loss side by side, and says so when the baseline's code never ran.
+
+Read from what the sft and grpo steps wrote (`sft/manifest.json`, each SFT arm's
+`metrics.jsonl`, `grpo/grpo_summary.json`); nothing is recomputed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from runtime.layout import EVAL_ARM_MODELS, GRPO_SUMMARY, MANIFEST
+
+__all__ = ["CLOSING_SHARE", "arm_training", "markdown_training", "undertrained_baseline"]
+
+# The closing loss and token accuracy are means over this last share of the logged steps:
+# one step's loss (one conversation) moves by a factor of several from step to step.
+CLOSING_SHARE = 0.1
+
+
+def _closing_means(metrics_path: Path) -> dict:
+    try:
+        entries = [json.loads(line) for line in metrics_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, json.JSONDecodeError):
+        return {}
+    logged = [e for e in entries if "loss" in e]
+    if not logged:
+        return {}
+    tail = logged[-max(1, round(CLOSING_SHARE * len(logged))):]
+    means = {"closing_loss": sum(e["loss"] for e in tail) / len(tail)}
+    if all("mean_token_accuracy" in e for e in tail):
+        means["closing_token_accuracy"] = sum(e["mean_token_accuracy"] for e in tail) / len(tail)
+    return means
+
+
+def arm_training(run_dir: str | Path, arms: list[str]) -> dict | None:
+    """Per evaluated arm: its SFT steps (warm-up and conversations), tokens read, closing
+    loss and token accuracy, and its GRPO steps; None when the sft step left no manifest.
+
+    Returns ``{"baseline_budget": "tokens" | "steps" | None, "arms": {arm: {...}}}``.
+    """
+    run_dir = Path(run_dir)
+    try:
+        sft = json.loads((run_dir / "sft" / MANIFEST).read_text(encoding="utf-8"))["metrics"]
+    except (OSError, json.JSONDecodeError, KeyError):
+        return None
+    grpo_steps = None
+    summary = GRPO_SUMMARY.under(run_dir)
+    if summary.is_file():
+        grpo_steps = json.loads(summary.read_text(encoding="utf-8")).get("steps")
+    out = {}
+    for arm in arms:
+        if arm not in EVAL_ARM_MODELS or EVAL_ARM_MODELS[arm][0] not in sft:
+            continue
+        sft_arm, after_grpo = EVAL_ARM_MODELS[arm]
+        trained = sft[sft_arm]
+        warm = trained.get("prefix_warm_up") or {}
+        out[arm] = {"sft_arm": sft_arm, "warm_up_steps": warm.get("steps", 0), "steps": trained.get("steps"),
+                    "tokens": trained.get("num_tokens", 0) + warm.get("num_tokens", 0),
+                    **_closing_means(run_dir / "sft" / sft_arm / "metrics.jsonl"),
+                    "grpo_steps": grpo_steps if after_grpo else 0}
+    return {"baseline_budget": sft.get("baseline_budget"), "arms": out}
+
+
+def markdown_training(training: dict) -> str:
+    """Arms as columns, like the results table.
+
+    >>> t = {"baseline_budget": "tokens", "arms": {
+    ...     "craft": {"warm_up_steps": 40, "steps": 20, "tokens": 12000, "closing_loss": 0.5,
+    ...               "closing_token_accuracy": 0.9, "grpo_steps": 2},
+    ...     "stuffed": {"warm_up_steps": 3, "steps": 2, "tokens": 12500, "closing_loss": 2.25, "grpo_steps": 0}}}
+    >>> print(markdown_training(t), end="")
+    | | craft | stuffed |
+    | --- | --- | --- |
+    | SFT warm-up steps | 40 | 3 |
+    | SFT steps on conversations | 20 | 2 |
+    | SFT tokens read | 12,000 | 12,500 |
+    | SFT loss, last tenth of its steps | 0.500 | 2.250 |
+    | SFT token accuracy, last tenth | 90.0% | n/a |
+    | GRPO steps | 2 | 0 |
+    """
+    arms = training["arms"]
+    names = list(arms)
+
+    def row(label: str, key: str, show) -> str:
+        return f"| {label} | " + " | ".join(show(arms[a][key]) if arms[a].get(key) is not None else "n/a"
+                                            for a in names) + " |"
+
+    lines = ["| | " + " | ".join(names) + " |", "|" + " --- |" * (len(names) + 1),
+             row("SFT warm-up steps", "warm_up_steps", lambda v: f"{v:,}"),
+             row("SFT steps on conversations", "steps", lambda v: f"{v:,}"),
+             row("SFT tokens read", "tokens", lambda v: f"{v:,}"),
+             row(f"SFT loss, last {'tenth' if CLOSING_SHARE == 0.1 else f'{CLOSING_SHARE:.0%}'} of its steps",
+                 "closing_loss", lambda v: f"{v:.3f}"),
+             row("SFT token accuracy, last tenth", "closing_token_accuracy", lambda v: f"{100 * v:.1f}%"),
+             row("GRPO steps", "grpo_steps", lambda v: f"{v:,}")]
+    return "\n".join(lines) + "\n"
+
+
+def undertrained_baseline(training: dict | None, table: dict, baseline: str = "stuffed") -> str | None:
+    """A warning when the baseline's code ran in no turn after a token-matched budget that
+    gave it fewer SFT steps than another arm: its scores then say little about its prompt.
+
+    >>> t = {"baseline_budget": "tokens", "arms": {"craft": {"warm_up_steps": 40, "steps": 20},
+    ...                                          "stuffed": {"warm_up_steps": 3, "steps": 2}}}
+    >>> row = {"metric": "execution_success", "arms": {"stuffed": {"value": 0.0, "n": 12}}}
+    >>> undertrained_baseline(t, {"rows": [row]})
+    "stuffed's code ran in none of its 12 user turns after 5 SFT steps, against craft's 60 (`eval { baseline_budget tokens }`: the same tokens, in longer examples): it may not have learned the block format, so the other arms' lead over it says little about the schema in its prompt; `eval { baseline_budget steps }` trains it for as many steps"
+    >>> row["arms"]["stuffed"]["value"] = 0.25
+    >>> undertrained_baseline(t, {"rows": [row]}) is None
+    True
+    """
+    if not training or training.get("baseline_budget") != "tokens" or baseline not in training["arms"]:
+        return None
+    row = next((r for r in table["rows"] if r["metric"] == "execution_success"), None)
+    cell = (row or {}).get("arms", {}).get(baseline)
+    if not cell or cell.get("value") is None or cell["value"] > 0 or not cell.get("n"):
+        return None
+
+    def steps(arm: str) -> int:
+        return (training["arms"][arm].get("warm_up_steps") or 0) + (training["arms"][arm].get("steps") or 0)
+
+    others = {arm: steps(arm) for arm in training["arms"] if arm != baseline}
+    if not others or max(others.values()) <= steps(baseline):
+        return None
+    most = max(others, key=others.get)
+    return (f"{baseline}'s code ran in none of its {cell['n']} user turns after {steps(baseline):,} SFT steps, "
+            f"against {most}'s {others[most]:,} (`eval {{ baseline_budget tokens }}`: the same tokens, in longer "
+            "examples): it may not have learned the block format, so the other arms' lead over it says little "
+            "about the schema in its prompt; `eval { baseline_budget steps }` trains it for as many steps")
