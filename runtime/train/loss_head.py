@@ -15,9 +15,7 @@ Triton devices: the masked positions are dropped before the projection, and the
 span. The loss, the per-token log-probabilities (with their gradient), the entropy and
 top-1 metrics and the MoE load-balancing loss are those TRL's head returns, in its own
 output class, so `SFTTrainer.compute_loss` and its logged metrics are unchanged.
-Measured in `benchmarks/sft_loss_head.py`. A forward whose first trained position is
-far into the sequence (a stuffed example's) also has its last layer attend only from
-there on (runtime.train.tail_attention).
+Measured in `benchmarks/sft_loss_head.py`.
 """
 
 from __future__ import annotations
@@ -54,8 +52,6 @@ def score_trained_positions(model, temperature: float = 1.0) -> bool:
     import torch
     from trl.trainer.utils import FusedCausalLMOutput
 
-    from runtime.train.tail_attention import last_layer_tail
-
     text_config = model.config.get_text_config()
     if any(getattr(text_config, name, None) not in (None, 1.0) for name in _LOGIT_TRANSFORMS):
         return False
@@ -75,15 +71,9 @@ def score_trained_positions(model, temperature: float = 1.0) -> bool:
         kwargs["use_cache"] = False
         if getattr(text_config, "output_router_logits", False):
             kwargs.setdefault("output_router_logits", True)
+        backbone = self.base_model(*args, **kwargs)
         targets = labels[:, 1:]
         mask = targets != -100
-        # The last layer computes only the positions from the first one the loss reads
-        # (runtime.train.tail_attention): most of a long prompt's step is attention. Not
-        # when the load-balancing loss below reads the router at every position.
-        trained = mask.any(dim=0).nonzero()
-        start = int(trained[0]) if len(trained) and not kwargs.get("output_router_logits") else 0
-        with last_layer_tail(self, start):
-            backbone = self.base_model(*args, **kwargs)
         logits = head(backbone.last_hidden_state[:, :-1][mask]) / temperature
         log_softmax = logits.log_softmax(dim=-1)
         picked = log_softmax.gather(-1, targets[mask].unsqueeze(-1)).squeeze(-1)
