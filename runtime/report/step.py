@@ -11,6 +11,7 @@ from runtime.agent import Episode
 from runtime.agent.history import what_is_kept
 from runtime.eval.metrics import instance_values, repair_counts
 from runtime.eval.stats import paired_difference, paired_ratio
+from runtime.layout import GRPO_SUMMARY
 from runtime.report.table import COST_METRICS, build_table, markdown_table
 from runtime.report.training import arm_training, markdown_training, undertrained_baseline
 
@@ -86,16 +87,19 @@ def build_report(eval_json: dict, run_dir: Path | None = None) -> dict:
         report["failures"] = eval_json["failures"]
     if episodes:                        # what each arm did after its code failed
         report["repairs"] = {arm: repair_counts(eps) for arm, eps in episodes.items()}
-    training = arm_training(run_dir, report["arms"]) if run_dir else None
-    if training:                        # each arm's steps, tokens and closing loss
-        report["training"] = training
     if "general" in eval_json:          # eval { general ... }: lm-eval changes against the base
         report["general"] = eval_json["general"]
-    summary = Path(run_dir) / "grpo" / "grpo_summary.json" if run_dir else None
+    summary = GRPO_SUMMARY.under(run_dir) if run_dir else None
     if summary and summary.is_file():
         data = json.loads(summary.read_text())
         report["grpo"] = {k: data.get(k) for k in ("steps", "measured_rows", "before", "after", "sampled_per_row",
                                                     "before_sampled", "after_sampled", "reward_weights", "aggregate")}
+    training = arm_training(run_dir, report["arms"], report.get("grpo", {}).get("steps")) if run_dir else None
+    if training:                        # each arm's steps, tokens and closing loss
+        report["training"] = training
+    # Why the comparison may not mean what it seems: report.md opens with them, the step prints them.
+    report["read_with_care"] = [w for w in (nothing_passed(tables["all"]), undertrained_baseline(training, tables["all"]))
+                                if w] if "all" in tables else []
     return report
 
 
@@ -115,10 +119,7 @@ def render_markdown(report: dict) -> str:
     if report.get("copy_bias"):
         parts.append(f"\nEvery arm decoded greedily with `eval {{ copy_bias {report['copy_bias']:g} }}`: the logit of each "
                      "token that writes a word of the questions asked so far raised by that much (docs/evaluation.md).\n")
-    if warning := nothing_passed(report["tables"]["all"]):
-        parts.append(f"\n**Read with care:** {warning}.\n")
-    if warning := undertrained_baseline(report.get("training"), report["tables"]["all"]):
-        parts.append(f"\n**Read with care:** {warning}.\n")
+    parts += [f"\n**Read with care:** {warning}.\n" for warning in report.get("read_with_care", [])]
     for split, table in report["tables"].items():
         parts += [f"\n## {split}\n\n", markdown_table(table)]
     if report.get("training"):
@@ -254,9 +255,7 @@ def run_report(ctx):
                for m in COST_METRICS for arm in report["arms"] if arm != "stuffed"}
     for line in missing_ratios(report["tables"]["all"]):
         ctx.console.print(f"[yellow]report: {line}[/yellow]")
-    if warning := nothing_passed(report["tables"]["all"]):
-        ctx.console.print(f"[yellow]report: {warning}[/yellow]")
-    if warning := undertrained_baseline(report.get("training"), report["tables"]["all"]):
+    for warning in report["read_with_care"]:
         ctx.console.print(f"[yellow]report: {warning}[/yellow]")
     metrics.update({f"{m}_difference_{arm}": rows[m]["arms"][arm]["difference"]
                     for m in COST_METRICS for arm in report["arms"] if "difference" in rows[m]["arms"][arm]})

@@ -8,7 +8,7 @@ then measure that, not the schema in its prompt; the report shows each arm's ste
 tokens and closing loss side by side, and says so when the baseline's code never ran.
 
 Read from what the sft and grpo steps wrote (`sft/manifest.json`, each SFT arm's
-`metrics.jsonl`, `grpo/grpo_summary.json`); nothing is recomputed.
+`metrics.jsonl`, and the GRPO steps of `grpo/grpo_summary.json`); nothing is recomputed.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runtime.layout import EVAL_ARM_MODELS, GRPO_SUMMARY, MANIFEST
+from runtime.layout import EVAL_ARM_MODELS, MANIFEST
 
 __all__ = ["CLOSING_SHARE", "arm_training", "markdown_training", "undertrained_baseline"]
 
@@ -40,9 +40,10 @@ def _closing_means(metrics_path: Path) -> dict:
     return means
 
 
-def arm_training(run_dir: str | Path, arms: list[str]) -> dict | None:
+def arm_training(run_dir: str | Path, arms: list[str], grpo_steps: int | None) -> dict | None:
     """Per evaluated arm: its SFT steps (warm-up and conversations), tokens read, closing
-    loss and token accuracy, and its GRPO steps; None when the sft step left no manifest.
+    loss and token accuracy, and its GRPO steps (``grpo_steps``, from the grpo summary the
+    report already read); None when the sft step left no manifest.
 
     Returns ``{"baseline_budget": "tokens" | "steps" | None, "arms": {arm: {...}}}``.
     """
@@ -51,10 +52,6 @@ def arm_training(run_dir: str | Path, arms: list[str]) -> dict | None:
         sft = json.loads((run_dir / "sft" / MANIFEST).read_text(encoding="utf-8"))["metrics"]
     except (OSError, json.JSONDecodeError, KeyError):
         return None
-    grpo_steps = None
-    summary = GRPO_SUMMARY.under(run_dir)
-    if summary.is_file():
-        grpo_steps = json.loads(summary.read_text(encoding="utf-8")).get("steps")
     out = {}
     for arm in arms:
         if arm not in EVAL_ARM_MODELS or EVAL_ARM_MODELS[arm][0] not in sft:
@@ -82,8 +79,8 @@ def markdown_training(training: dict) -> str:
     | SFT warm-up steps | 40 | 3 |
     | SFT steps on conversations | 20 | 2 |
     | SFT tokens read | 12,000 | 12,500 |
-    | SFT loss, last tenth of its steps | 0.500 | 2.250 |
-    | SFT token accuracy, last tenth | 90.0% | n/a |
+    | SFT loss, last 10% of its steps | 0.500 | 2.250 |
+    | SFT token accuracy, last 10% of its steps | 90.0% | n/a |
     | GRPO steps | 2 | 0 |
     """
     arms = training["arms"]
@@ -97,9 +94,9 @@ def markdown_training(training: dict) -> str:
              row("SFT warm-up steps", "warm_up_steps", lambda v: f"{v:,}"),
              row("SFT steps on conversations", "steps", lambda v: f"{v:,}"),
              row("SFT tokens read", "tokens", lambda v: f"{v:,}"),
-             row(f"SFT loss, last {'tenth' if CLOSING_SHARE == 0.1 else f'{CLOSING_SHARE:.0%}'} of its steps",
-                 "closing_loss", lambda v: f"{v:.3f}"),
-             row("SFT token accuracy, last tenth", "closing_token_accuracy", lambda v: f"{100 * v:.1f}%"),
+             row(f"SFT loss, last {CLOSING_SHARE:.0%} of its steps", "closing_loss", lambda v: f"{v:.3f}"),
+             row(f"SFT token accuracy, last {CLOSING_SHARE:.0%} of its steps", "closing_token_accuracy",
+                 lambda v: f"{100 * v:.1f}%"),
              row("GRPO steps", "grpo_steps", lambda v: f"{v:,}")]
     return "\n".join(lines) + "\n"
 

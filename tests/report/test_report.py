@@ -292,6 +292,8 @@ def test_the_report_says_how_each_arm_was_trained_and_warns_of_a_baseline_whose_
         "sft_arm": "craft", "warm_up_steps": 200, "steps": 100, "tokens": 10000, "closing_loss": 0.5,
         "closing_token_accuracy": 2.0, "grpo_steps": 0}
     assert report["training"]["arms"]["stuffed"]["closing_loss"] == 2.0          # one step: its last
+    [warning] = report["read_with_care"]                                           # report.json keeps it too
+    assert warning.startswith("stuffed's code ran in none of its 12 user turns")
     md = render_markdown(report)
     assert "| SFT steps on conversations | 100 | 100 | 10 |" in md
     assert ("**Read with care:** stuffed's code ran in none of its 12 user turns after 30 SFT steps, "
