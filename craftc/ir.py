@@ -339,6 +339,19 @@ class Teacher(Node):
                                json_schema_extra=_surface(teachers=_MODEL_BACKENDS))
     max_new_tokens: int = Field(1024, ge=1, description="tokens generated per candidate (openai, hf, vllm)",
                                 json_schema_extra=_surface(teachers=_MODEL_BACKENDS))
+    # 0: any request that fails after its retries stops the step, as before the setting
+    # existed (its answers so far stay in the teacher cache either way).
+    max_failed: float = Field(
+        0.0, ge=0, le=1, exclude_if=_omitted_at(0.0),
+        description="openai: share of the distill step's requests that may fail after every retry (each is "
+        "recorded and counted, and the rest go on); past it the step stops, its answers kept in the teacher "
+        "cache (0: the first such failure stops it)", json_schema_extra=_surface(type="fraction", teachers=_OPENAI))
+    budget: int | None = Field(
+        None, ge=1, exclude_if=_omitted_at(None),
+        description="most prompt + completion tokens the distill step's teacher answers may use, those "
+        "reused from the teacher cache included; reached, the step stops with every answer kept, and a rerun "
+        "with a higher budget resumes (openai, hf, vllm)",
+        json_schema_extra=_surface(teachers=_MODEL_BACKENDS))
     noise: float = Field(0.5, ge=0, le=1, description="synthetic: share of candidates corrupted",
                          json_schema_extra=_surface(type="fraction", teachers=_SYNTHETIC))
     # 0 writes what the synthetic teacher wrote before the setting existed, so plans,

@@ -167,7 +167,7 @@ BLOCK_KEYS: dict[str, dict[str, Key]] = {
     # A judge's backend is asked for verdicts: it writes no candidates, repairs nothing and
     # draws no training instances.
     "backend": keys_of(Teacher, exclude=("candidates", "instances", "discovery", "scratchpad", "feedback",
-                                         "failed_attempts")),
+                                         "failed_attempts", "max_failed", "budget")),
     "judge": keys_of(Judge),
     "gate.execution": keys_of(ExecutionGate),
     "gate.output": keys_of(OutputGate),

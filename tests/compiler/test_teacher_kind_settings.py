@@ -37,6 +37,8 @@ def _errors(result) -> list:
     ('teacher vllm { model "org/t"  concurrency 64 }', "concurrency"),
     ("teacher synthetic { candidates 4  temperature 0.8 }", "temperature"),
     ('teacher synthetic { candidates 4  model "org/t" }', "model"),
+    ("teacher synthetic { candidates 4  budget 100000 }", "budget"),
+    ('teacher hf { model "org/t"  max_failed 1% }', "max_failed"),
 ])
 def test_a_setting_of_another_teacher_kind_is_an_error_at_its_line(tmp_path, teacher, key):
     result = _load(tmp_path, teacher)
@@ -51,10 +53,28 @@ def test_a_setting_of_another_teacher_kind_is_an_error_at_its_line(tmp_path, tea
 def test_settings_every_kind_reads_or_its_own_kind_reads_compile(tmp_path):
     for teacher in ("teacher synthetic { candidates 4  noise 50%  discovery 20%  scratchpad both  feedback 1 }",
                     'teacher openai { model "m"  base_url "http://h/v1"  concurrency 8  timeout 30s  max_retries 2 '
-                    " temperature 0.2  max_new_tokens 512  candidates 4 }",
+                    " temperature 0.2  max_new_tokens 512  candidates 4  max_failed 1%  budget 2000000 }",
                     'teacher vllm { model "org/t"  temperature 0.7  candidates 16 }'):
         result = _load(tmp_path, teacher)
         assert not [d for d in _errors(result) if d.code == "E412"], result.render()
+
+
+@pytest.mark.parametrize("setting, fix", [("max_failed 150%", "<= 1"), ("budget 0", ">= 1"),
+                                          ("max_failed -1", ">= 0")])
+def test_a_bad_failure_share_or_budget_is_an_error_at_its_line(tmp_path, setting, fix):
+    result = _load(tmp_path, f'teacher openai {{ model "m"  base_url "http://h/v1"  {setting} }}')
+    errors = _errors(result)
+    assert errors and errors[0].code in ("E203", "E202"), result.render()
+    assert errors[0].span.line == ads_text_without_levers().splitlines().index(ADS_TEACHER) + 1
+    assert setting.split()[0] in errors[0].message
+
+
+def test_failure_share_and_budget_reach_the_plan_only_when_set(tmp_path):
+    plain = _load(tmp_path, 'teacher openai { model "m"  base_url "http://h/v1" }').recipe
+    assert {"max_failed", "budget"}.isdisjoint(plain.model_dump(mode="json")["teacher"])
+    set_ = _load(tmp_path, 'teacher openai { model "m"  base_url "http://h/v1"  max_failed 1%  budget 5000 }').recipe
+    written = set_.model_dump(mode="json")["teacher"]
+    assert written["max_failed"] == 0.01 and written["budget"] == 5000
 
 
 @pytest.mark.parametrize("kind", TEACHER_KINDS)
