@@ -12,7 +12,7 @@ PROFILE ?= default
 STAMP  := $(VENV)/.installed
 NODE_TOOLS := editors/node_modules/.package-lock.json
 
-.PHONY: setup setup-pretrained run smoke test test-verl clean
+.PHONY: setup setup-pretrained run smoke test test-verl docs-results clean
 
 setup: $(STAMP) $(NODE_TOOLS)
 
@@ -68,6 +68,11 @@ $(VERL_STAMP): pyproject.toml
 
 test-verl: $(VERL_STAMP)
 	PYTHONPATH=$(CURDIR) $(VERL_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/verl_engine
+
+# The results tables in README.md and docs/ are written from docs/results/*.json (runtime/results_tables.py);
+# a test fails when they differ.
+docs-results: $(STAMP)
+	$(BIN)/python -m runtime.results_tables
 
 clean:
 	rm -rf build runs
