@@ -146,8 +146,12 @@ class UserTurn:
     # Filled by scoring (evaluation, rewards), not by the loop:
     passed: bool | None = None          # final result passes the expectations vs the reference
     kept_constraints: bool | None = None  # follow-ups: earlier turns' constraints still in the code
-    consistency: float | None = None    # plan/code agreement of the final call, in [0, 1]
+    consistency: float | None = None    # plan/code agreement of the final call, in [0, 1]; None: unscored,
+                                        # or plan and code name no entity (eval)
     failure: str | None = None          # evaluation: why the turn failed (runtime/eval/failures.py)
+    constraints_required: int | None = None  # follow-ups: how many earlier constraints the reference keeps
+    excluded: str = ""                  # evaluation: why the turn is not scored ("" = scored), e.g.
+                                        # "the reference returns no rows"; old records read as ""
     final_frame: Any = field(default=None, repr=False)  # pandas DataFrame, in memory only
 
 

@@ -1,7 +1,7 @@
 """Scoring finished episodes against the instances' references (the impure part).
 
-Sets ``passed``, ``consistency`` and ``kept_constraints`` on each user turn, after
-which every metric is a pure function of the records.
+Sets ``passed``, ``consistency``, ``kept_constraints`` and ``constraints_required``
+on each user turn, after which every metric is a pure function of the records.
 
 Constraint retention, precisely: let ``L(code)`` be the literal values a piece of
 code filters or compares on (``runtime.rewards.literal_values``: Python comparison
@@ -10,6 +10,13 @@ required constraints are ``L(ref_t) ∩ (L(ref_1) ∪ ... ∪ L(ref_{t-1}))``: t
 turns' filters that the reference of turn ``t`` still applies (a turn that
 deliberately drops a filter does not require it). The agent keeps them when each
 required value is in ``L(agent_code_t)`` or written literally in that code.
+``constraints_required`` records ``|required|``: a follow-up that requires nothing
+keeps its constraints trivially and the coherence metric leaves it out.
+
+Consistency: ``plan_code_agreement`` of the turn's last call that carried code, with
+``no_entities=None``: a turn whose plan and code name no entity of the schema is not
+judged (``consistency`` None) instead of getting the GRPO reward's neutral 0.5. A turn
+with no code at all, or scored without ``terms``, gets 0.
 """
 
 from __future__ import annotations
@@ -51,7 +58,10 @@ def score_episode(episode: Episode, task: AgentTask, references: list, terms=Non
                                                               spec.expectations, task.params,
                                                               finals.get(turn.index - 1))
         last = next((c for c in reversed(turn.calls) if c.code), None)
-        turn.consistency = plan_code_agreement(last.plan, last.code, terms) if (last and terms) else 0.0
+        turn.consistency = (plan_code_agreement(last.plan, last.code, terms, no_entities=None)
+                            if (last and terms) else 0.0)
         if turn.index > 0:
-            turn.kept_constraints = keeps_constraints(turn.final_code, required_constraints(task, turn.index))
+            required = required_constraints(task, turn.index)
+            turn.constraints_required = len(required)
+            turn.kept_constraints = keeps_constraints(turn.final_code, required)
     return episode

@@ -25,23 +25,33 @@ def code_entities(code: str, terms: SchemaTerms) -> set[str]:
     return {terms.views[view] for view in views if view in terms.views}
 
 
-def plan_code_agreement(plan: str | None, code: str | None, terms: SchemaTerms) -> float:
+def plan_code_agreement(plan: str | None, code: str | None, terms: SchemaTerms,
+                        no_entities: float | None = 0.5) -> float | None:
     """Agreement in [0, 1]: the mean of the ``plan_code`` judge's verdict (1/0) and
     the Jaccard of plan and code entities times the share of honoured metrics.
+
+    A missing plan or code scores 0. When neither the plan nor the code names an
+    entity the Jaccard has no value: it is taken as ``no_entities`` (0.5, neutral, for
+    the GRPO reward), or with ``no_entities=None`` the agreement itself is None (not
+    judged: the evaluation's consistency metric leaves such a turn out).
 
     Example:
         >>> from craftc.ir import Schema, Entity, EntityKey
         >>> s = Schema(name="s", version=1, source="s.craft", entities=(
         ...     Entity(name="Campaign", table="t.c", view="campaign", key=EntityKey(name="id", column="cid")),))
-        >>> plan_code_agreement("Count campaigns.", "result = api.query('SELECT count(*) FROM campaign')",
-        ...                     SchemaTerms.from_schema(s))
+        >>> terms = SchemaTerms.from_schema(s)
+        >>> plan_code_agreement("Count campaigns.", "result = api.query('SELECT count(*) FROM campaign')", terms)
         1.0
+        >>> print(plan_code_agreement("Add one.", "result = 1 + 1", terms, no_entities=None))
+        None
     """
     if not plan or not code:
         return 0.0
     in_plan, in_code = terms.entities_in_text(plan), code_entities(code, terms)
     union = in_plan | in_code
-    entity_score = len(in_plan & in_code) / len(union) if union else 0.5
+    if not union and no_entities is None:
+        return None
+    entity_score = len(in_plan & in_code) / len(union) if union else no_entities
     metrics = terms.metrics_in_text(plan)
     honoured = [m for m in metrics if set(terms.metrics[m]) <= in_code]
     metric_score = len(honoured) / len(metrics) if metrics else 1.0
