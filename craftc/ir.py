@@ -732,7 +732,13 @@ class EvalSpec(Node):
     holdout_workflows: tuple[str, ...] = Field((), description="whole workflows never trained on")
     holdout_phrasings: int = Field(1, ge=0, description="last N phrasings of each turn never "
                                    "trained on")
-    instances: int = Field(4, ge=1, description="eval instances per workflow")
+    instances: int = Field(4, ge=1, description="held-out instances per workflow, split and kind (new values, "
+                           "new phrasing, new workflow) that eval scores")
+    # Every setting is chosen on dev; the report's figures are test's, which nothing tunes on.
+    split: Literal["dev", "test"] = Field(
+        "test", exclude_if=_omitted_at("test"),
+        description="which held-out split eval scores: `dev` while choosing settings, `test` for the figures "
+        "a report states (train, dev and test are disjoint turn by turn)")
     # A cap for a model whose generation is slow where it runs (a real model on CPU): the
     # held-out instances kept are spread evenly over each split, so every split and most
     # workflows stay represented; the report says how many instances each arm was asked.

@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 
 __all__ = [
     "RunPath", "MANIFEST", "API_FACTORY", "FINAL", "ADAPTER", "SFT_ARMS",
-    "WAREHOUSE", "WORLD_PROFILE", "DISTILL_INSTANCES", "CANDIDATES", "GATE_INSTANCES", "ACCEPTED",
+    "WAREHOUSE", "WORLD_PROFILE", "DISTILL_INSTANCES", "CANDIDATES", "TEACHER_ALTERNATIVES", "LEAKAGE", "GATE_INSTANCES", "ACCEPTED",
     "OUTCOMES", "FUNNEL_JSON", "FUNNEL_MD", "DATASET_DIR", "EVAL_INSTANCES", "CORPUS",
     "SFT_BASE", "sft_arm_dir", "sft_final", "trained_model", "EVAL_ARM_MODELS", "SFT_FINAL", "SFT_SUMMARY", "GRPO_FINAL", "GRPO_SUMMARY", "GRPO_STEP_CONFIG", "TRAIN_INSTANCES",
     "EVAL_JSON", "REPORT_JSON",
@@ -66,6 +66,8 @@ WORLD_PROFILE = RunPath("world", "profile.json")
 # distill, gate
 DISTILL_INSTANCES = RunPath("distill", "instances.json")
 CANDIDATES = RunPath("distill", "candidates.jsonl")
+TEACHER_ALTERNATIVES = RunPath("distill", "teacher_alternatives.json")   # values the teacher may swap in
+LEAKAGE = RunPath("dataset", "leakage.json")      # the dataset step's audit of dev and test against training
 GATE_INSTANCES = RunPath("gate", "instances.json")       # the distill step's, carried forward
 ACCEPTED = RunPath("gate", "accepted.jsonl")
 OUTCOMES = RunPath("gate", "outcomes.jsonl")

@@ -205,7 +205,7 @@ def _generate_step(runs, active, generate, fmt, max_turns, wording, on_generatio
             continue
         run.episode.turns[-1].calls.append(call)
         if parsed.code:
-            jobs.append((parsed.code, run.task.params))
+            jobs.append((parsed.code, run.task.params_asked(run.turn_no)))
             waiting.append((i, call))
         else:
             _finish_without_code(run, call, parsed.answer, max_turns, wording)

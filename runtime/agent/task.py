@@ -35,6 +35,8 @@ class TaskTurn:
     reference_plan: str = ""
     expectations: tuple[dict, ...] = ()
     reference_visible: bool = True        # False: the rewards and eval judge by checks
+    # The params the questions up to this one ask for; None (an older instance file): all.
+    asked: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,14 @@ class AgentTask:
     params: dict[str, Any] = field(default_factory=dict)
     turns: tuple[TaskTurn, ...] = ()
     split: str = ""
+
+    def params_asked(self, turn_index: int) -> dict[str, Any]:
+        """The params agent code may read at ``turn_index``: those the questions so far ask
+        for, never a value a later question has not asked yet."""
+        asked = self.turns[turn_index].asked if turn_index < len(self.turns) else None
+        if asked is None:
+            return dict(self.params)
+        return {name: value for name, value in self.params.items() if name in asked}
 
     @classmethod
     def from_dict(cls, data: dict, where: str = "instance") -> "AgentTask":
@@ -69,6 +79,7 @@ class AgentTask:
                 reference_plan=_first(t, "plan", "reference_plan", "solution_plan", default="") or "",
                 expectations=tuple(dict(e) for e in expectations),
                 reference_visible=bool(t.get("reference_visible", True)),
+                asked=tuple(t["asked"]) if isinstance(t.get("asked"), list) else None,
             ))
         return cls(
             id=str(_first(data, "id", "instance_id", default=where)),

@@ -9,10 +9,17 @@ Arms (``eval.arms`` in the recipe):
   trajectories, stuffed system prompt), trained by the sft step into
   ``sft/stuffed/final``, then evaluated with the stuffed prompt.
 
+Eval scores one held-out split, ``eval { split dev|test }`` (test by default): settings
+are chosen on dev, figures are stated on test. Within it each instance is of one kind,
+``new_values``, ``new_phrasing`` or ``new_workflow`` (``runtime.workflows.instances``);
+an episode's ``split`` field holds that kind. A turn whose reference returns no rows
+(any empty frame would pass it) or fails is run but not scored: it is marked
+``excluded`` and counted in ``eval.json``.
+
 Outputs: ``episodes/<arm>.jsonl`` (each failed user turn with its ``failure`` class),
-``eval.json`` (per arm: overall and per split ``eval_params``, ``eval_phrasings``,
-``eval_workflows``; ``per_workflow``: agent score per workflow and split;
-``failures``: failure classes per arm with one example each, docs/evaluation.md).
+``eval.json`` (the split scored, its size and exclusions; per arm: overall and per kind;
+``per_workflow``: agent score per workflow and kind; ``failures``: failure classes per
+arm with one example each, docs/evaluation.md).
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runtime.agent import AgentTask, HFGenerator, TurnWording, load_tasks, run_episodes
+from runtime.agent import AgentTask, HFGenerator, TurnWording, run_episodes
 from runtime.eval.failures import ReferenceCatalog, classify_episode, failure_summary
 from runtime.eval.metrics import per_workflow, summarise
 from runtime.eval.progress import ArmProgress
@@ -29,7 +36,39 @@ from runtime.layout import EVAL_ARM_MODELS
 
 __all__ = ["reference_frames", "evaluate_arm", "split_summaries", "spread_per_split", "run_eval"]
 
-SPLIT_ORDER = ("eval_params", "eval_phrasings", "eval_workflows")
+SPLIT_ORDER = ("new_values", "new_phrasing", "new_workflow")
+EMPTY_REFERENCE = "the reference returns no rows, so any empty answer would pass"
+FAILED_REFERENCE = "the reference fails on this warehouse"
+
+
+def held_out_tasks(path: Path, split: str) -> list[AgentTask]:
+    """The held-out instances of ``split`` (dev or test) as agent tasks, each task's
+    ``split`` its kind (new values, new phrasing, new workflow)."""
+    from runtime.agent.task import TaskFormatError
+
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise TaskFormatError(f"instance file {path} is missing; run the dataset step first") from None
+    except json.JSONDecodeError as exc:
+        raise TaskFormatError(f"instance file {path} is not valid JSON ({exc}); rerun the dataset step") from None
+    if not isinstance(data, list):
+        raise TaskFormatError(f"{path} is not a list of instances; rerun the dataset step")
+    chosen = [{**item, "split": item.get("heldout", "")} for item in data if item.get("split") == split]
+    return [AgentTask.from_dict(item, where=f"{path.name}[{n}]") for n, item in enumerate(chosen)]
+
+
+def exclusions(tasks: list[AgentTask], references: dict) -> dict[tuple[str, int], str]:
+    """(task id, turn index) -> why that turn is not scored: its reference failed or
+    returned no rows (any empty frame of the right columns would pass it)."""
+    out = {}
+    for task in tasks:
+        for index, frame in enumerate(references[task.id]):
+            if frame is None:
+                out[(task.id, index)] = FAILED_REFERENCE
+            elif len(frame) == 0:
+                out[(task.id, index)] = EMPTY_REFERENCE
+    return out
 
 
 def reference_frames(tasks: list[AgentTask], sandbox) -> dict[str, list]:
@@ -62,7 +101,8 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
                  sandbox, fmt=None, max_turns: int = 3, wording: TurnWording | None = None,
                  terms=None, max_new_tokens: int = 256, batch_size: int = 8, engine: str = "transformers",
                  catalog: ReferenceCatalog | None = None, progress: ArmProgress | None = None,
-                 earlier_turns: str = "full", copy_bias: float = 0.0) -> list:
+                 earlier_turns: str = "full", copy_bias: float = 0.0,
+                 excluded: dict[tuple[str, int], str] | None = None) -> list:
     """Greedy episodes of one arm on ``tasks``, scored and their failures classified.
 
     ``engine`` is the plan's rollout engine; ``earlier_turns`` what later questions see of
@@ -70,7 +110,7 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
     (``runtime.agent.copy_bias``); ``catalog`` holds every workflow's reference
     texts (default: those of ``tasks``); ``progress`` is told of each model call batch and
     each finished episode. Each episode is scored as soon as it ends, while its result
-    frames are in memory.
+    frames are in memory; a turn in ``excluded`` keeps its reason and is not scored.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -92,6 +132,8 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
     def ended(i: int, episode) -> None:
         task = tasks[i]
         score_episode(episode, task, references[task.id], terms)
+        for turn in episode.turns:
+            turn.excluded = (excluded or {}).get((task.id, turn.index), "")
         classify_episode(episode, task, references[task.id], catalog)
         if progress is not None:
             progress.episode(episode)
@@ -169,16 +211,21 @@ def run_eval(ctx):
     from runtime.sandbox import SandboxLimits, SandboxPool, sandbox_workers
     from runtime.train.stages import grpo_stage
     from runtime.step_context import StepError, StepResult
+    from runtime.agent.task import TaskFormatError
     from runtime.workflows import warmup_jobs
 
     recipe = ctx.plan.recipe
     dataset = ctx.input_dir("dataset")
     instances = next((p for p in (dataset / "dataset" / "eval_instances.json", dataset / "eval_instances.json")
                       if p.is_file()), dataset / "dataset" / "eval_instances.json")
-    held_out = load_tasks(instances)
+    split = recipe.eval.split
+    try:
+        held_out = held_out_tasks(instances, split)
+    except TaskFormatError as err:
+        raise StepError(str(err)) from None
     tasks = cap_per_workflow(held_out, recipe.eval.instances)
     if not tasks:
-        raise StepError(f"{instances} holds no held-out instances; raise `eval {{ holdout ... }}` in the recipe")
+        raise StepError(f"{instances} holds no {split} instances; raise `eval {{ holdout ... }}` in the recipe")
     limited = None                      # eval { limit N }: what it kept, for eval.json and the report
     kept = spread_per_split(tasks, recipe.eval.limit)
     if len(kept) < len(tasks):
@@ -220,6 +267,10 @@ def run_eval(ctx):
     with SandboxPool(sandbox_workers(recipe, ctx.console), ctx.input_dir("world") / "warehouse.duckdb", limits,
                      "runtime.world.api:WarehouseApi", warmup=warmup) as sandbox:
         references = reference_frames(tasks, sandbox)
+        excluded = exclusions(tasks, references)
+        turns = sum(len(t.turns) for t in tasks)
+        ctx.console.print(f"eval: split {split}: {len(tasks)} instances, {turns} user turns, {turns - len(excluded)} "
+                          f"scored ({len(excluded)} whose reference returns no rows or fails are run, not scored)")
         for arm in recipe.eval.arms:
             ctx.console.print(f"eval: arm {arm} on {len(tasks)} instances")
             with ArmProgress(ctx.console, arm, len(tasks), sum(len(t.turns) for t in tasks),
@@ -227,12 +278,17 @@ def run_eval(ctx):
                 episodes = evaluate_arm(arm, model_of(arm), tasks, references, prompts[arm], sandbox,
                                         fmt, builder["max_turns"], wording, terms, max_new, engine=engine,
                                         catalog=catalog, progress=progress, earlier_turns=earlier_turns,
-                                        copy_bias=recipe.eval.copy_bias, batch_size=recipe.eval.batch)
+                                        copy_bias=recipe.eval.copy_bias, batch_size=recipe.eval.batch,
+                                        excluded=excluded)
             (ctx.out_dir / "episodes" / f"{arm}.jsonl").write_text(
                 "".join(json.dumps(e.to_dict(), sort_keys=True) + "\n" for e in episodes))
             results[arm] = split_summaries(episodes, ctx.seed)
             by_workflow[arm], failures[arm] = per_workflow(episodes), failure_summary(episodes)
     report = {"arms": list(recipe.eval.arms), "instances": len(tasks), "results": results,
+              "split": {"name": split, "instances": len(tasks), "turns": turns, "scored_turns": turns - len(excluded),
+                        "clusters": "instance",
+                        "excluded": [{"instance_id": k[0], "turn": k[1] + 1, "reason": v}
+                                     for k, v in sorted(excluded.items())]},
               "per_workflow": by_workflow, "failures": failures,
               "prompts": builder["eval_arms"], "stuffed_training": "sft step, the same stage settings on dataset/stuffed"}
     if limited is not None:

@@ -8,6 +8,7 @@ reference result.
 
 from runtime.workflows.expectations import CheckResult, check_result, normalise_frame
 from runtime.workflows.instances import (
+    HELD_OUT_KINDS,
     SPLITS,
     Instance,
     InstanceError,
@@ -18,6 +19,8 @@ from runtime.workflows.instances import (
     render_ask,
     sample_params,
     split_instances,
+    held_out_kind,
+    first_turn_reads,
 )
 from runtime.workflows.solutions import (
     SolutionError,
@@ -32,7 +35,10 @@ from runtime.workflows.solutions import (
 __all__ = [
     "ask_slots",
     "warmup_jobs",
+    "HELD_OUT_KINDS",
     "SPLITS",
+    "held_out_kind",
+    "first_turn_reads",
     "CheckResult",
     "Instance",
     "InstanceError",

@@ -11,6 +11,16 @@ Phrasings rotate across instances. With ``EvalSpec.holdout_phrasings = N`` the l
 phrasings or only held-out ones in every turn, so a held-out conversation is held out
 as a whole.
 
+Splits are ``train``, ``dev`` and ``test``, disjoint at the level of a turn: an
+instance's *value group* is the values of the params its first turn's reference reads
+(``InstanceTurn.reads``), and every group is either trained on or reserved for one of
+dev and test, so no held-out turn has the values of a training turn (a conversation's
+later turns read the first turn's params too). Each held-out instance has a *kind*:
+``new_values`` (trained phrasings, a reserved value group), ``new_phrasing`` (a
+phrasing never trained, asked with a reserved value group) or ``new_workflow`` (a
+workflow never trained on). The dataset step audits the result turn by turn
+(``runtime.distill.leakage``).
+
 Example:
     >>> import duckdb, random
     >>> from craftc.ir import Param, Turn, Workflow
@@ -32,6 +42,7 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from string import Template
 from typing import Any
 
 from craftc.ir import REFERENCE_KINDS, EvalSpec, Expectation, Param, Recipe, Schema, Workflow
@@ -47,10 +58,15 @@ __all__ = [
     "make_instances",
     "split_instances",
     "draw_instances",
+    "held_out_kind",
+    "first_turn_reads",
     "SPLITS",
+    "HELD_OUT_KINDS",
 ]
 
-SPLITS = ("train", "eval_params", "eval_phrasings", "eval_workflows")
+SPLITS = ("train", "dev", "test")
+# What a held-out instance is new in, as the report names its tables.
+HELD_OUT_KINDS = ("new_values", "new_phrasing", "new_workflow")
 _DISTINCT_DRAWS = 20  # attempts at a param set not yet used by the workflow
 
 
@@ -72,6 +88,11 @@ class InstanceTurn:
     # rewards and eval then judge by checks, and the expectations hold no comparison
     # with the reference.
     reference_visible: bool = True
+    # The params this turn's reference reads (its solution's `${name}` slots; the question
+    # slots asked so far where the turn has no solution): what makes two turns the same.
+    reads: tuple[str, ...] = ()
+    # The params the questions up to this one ask for: all the agent's code may see.
+    asked: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -82,6 +103,8 @@ class InstanceTurn:
             "code": self.code,
             "expectations": [e.model_dump(mode="json") for e in self.expectations],
             "reference_visible": self.reference_visible,
+            "reads": list(self.reads),
+            "asked": list(self.asked),
         }
 
     @classmethod
@@ -94,6 +117,8 @@ class InstanceTurn:
             code=data["code"],
             expectations=tuple(Expectation.model_validate(e) for e in data["expectations"]),
             reference_visible=data.get("reference_visible", True),
+            reads=tuple(data.get("reads", ())),
+            asked=tuple(data.get("asked", ())),
         )
 
 
@@ -127,6 +152,16 @@ class Instance:
     def params_key(self) -> str:
         """Canonical text of the params: equal keys mean the same question values."""
         return json.dumps(self.params, sort_keys=True, default=str)
+
+
+def _group_key(params: Mapping[str, Any], reads: Sequence[str]) -> str:
+    """Canonical text of the values a first turn reads: the instance's value group.
+
+    Instances of one group share their first turn's reference code; a split keeps a
+    group on one side. A first turn that reads no param groups by every param.
+    """
+    chosen = {name: params[name] for name in reads if name in params} if reads else dict(params)
+    return json.dumps(chosen, sort_keys=True, default=str)
 
 
 # ---------------------------------------------------------------- params
@@ -309,24 +344,41 @@ def make_instances(
 
 def _instance(recipe: Recipe, workflow: Workflow, index: int, params: dict[str, Any], root: Path, sources,
               texts) -> Instance:
-    turns = tuple(
-        _render_turn(workflow, turn_index, index, params, recipe.eval, root, sources, texts,
-                     hidden=recipe.references == "hidden")
-        for turn_index in range(len(workflow.turns))
-    )
-    return Instance(workflow.name, f"{workflow.name}-{index:04d}", params, turns)
+    turns, asked = [], set()
+    for turn_index in range(len(workflow.turns)):
+        turn = _render_turn(workflow, turn_index, index, params, recipe.eval, root, sources, texts,
+                            hidden=recipe.references == "hidden")
+        asked |= ask_slots(workflow.turns[turn_index].asks[turn.phrasing_index]) & set(params)
+        reads = turn.reads or tuple(sorted(asked))
+        turns.append(InstanceTurn(**{**turn.__dict__, "reads": reads, "asked": tuple(sorted(asked))}))
+    return Instance(workflow.name, f"{workflow.name}-{index:04d}", params, tuple(turns))
+
+
+def _reads_of(workflow: Workflow, root: Path, sources, texts) -> tuple[str, ...]:
+    """The params the first turn's reference reads (its template's slots); without a
+    reference, the params any phrasing of the first question asks for."""
+    turn = workflow.turns[0]
+    names = {p.name for p in workflow.params}
+    if turn.solution is None:
+        return tuple(sorted(set().union(*(ask_slots(ask) for ask in turn.asks)) & names))
+    path = sources.get(turn.solution) or root / turn.solution
+    key = str(path)
+    if key not in texts:
+        texts[key] = load_solution_text(path)
+    return tuple(sorted(set(Template(texts[key]).get_identifiers()) & names))
 
 
 def _distinct_params(workflow, seed, index, con, schema, cache, used: set[str],
-                     forbidden: frozenset[str] = frozenset()) -> dict[str, Any] | None:
+                     forbidden: frozenset[str] = frozenset(), group_of=None) -> dict[str, Any] | None:
     # Redraw a few times so a workflow's instances differ; a tiny param space may still
-    # repeat (the last allowed draw is kept), and split_instances keeps equal params on the
-    # same side of the split. A draw in ``forbidden`` is never kept: None when every one was.
+    # repeat (the last allowed draw is kept), and split_instances keeps a value group on
+    # one side of the split. A draw whose group (``group_of``) is in ``forbidden`` is never
+    # kept: None when every one was.
     chosen = None
     for attempt in range(_DISTINCT_DRAWS):
         params = sample_params(workflow, _seeded_rng(seed, workflow.name, index, attempt), con, schema, cache)
         key = json.dumps(params, sort_keys=True, default=str)
-        if key in forbidden:
+        if group_of is not None and group_of(params) in forbidden:
             continue
         chosen = params
         if key not in used:
@@ -348,7 +400,11 @@ def _render_turn(workflow, turn_index, index, params, eval_spec, root: Path, sou
             texts[key] = load_solution_text(path)
         plan, code = render_solution(texts[key], params, name=turn.solution)
     visible = turn.solution is not None and not hidden
+    reads = () if turn.solution is None else tuple(sorted(
+        set(Template(texts[str(sources.get(turn.solution) or root / turn.solution)]).get_identifiers())
+        & set(params)))
     return InstanceTurn(
+        reads=reads,
         ask=render_ask(turn.asks[phrasing], params, workflow.name),
         phrasing_index=phrasing,
         phrasings=len(turn.asks),
@@ -373,36 +429,77 @@ def _stable_rank(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def split_instances(instances: Sequence[Instance], eval_spec: EvalSpec) -> dict[str, list[Instance]]:
-    """Split instances into training data and the three kinds of evaluation.
+def held_out_kind(instance: Instance, eval_spec: EvalSpec) -> str:
+    """What a held-out instance is new in: one of ``HELD_OUT_KINDS``."""
+    if instance.workflow in eval_spec.holdout_workflows:
+        return "new_workflow"
+    return "new_phrasing" if _uses_held_out_phrasing(instance, eval_spec) else "new_values"
 
-    ``eval_workflows``: every instance of ``holdout_workflows``. ``eval_phrasings``:
-    instances asked in a held-out phrasing. ``eval_params``: of the rest, a
-    ``holdout`` share per workflow (chosen by a hash of the params, so the choice is
-    stable), never sharing a param set with ``train``. ``train``: the rest.
+
+def _reserved_groups(keys: Sequence[str], share: float, seed: int, workflow: str) -> dict[str, str]:
+    """Value groups reserved for evaluation: group key -> ``test`` or ``dev``.
+
+    A ``share`` of the workflow's distinct groups, chosen by a hash of the seed, the
+    workflow and the group (so the choice is stable and a new seed draws anew), at least
+    one and never all: one group always stays trainable. Reserved groups go to test and
+    dev in turn, test first, so a workflow with one reserved group is tested, not tuned on.
+    """
+    distinct = sorted(set(keys), key=lambda k: _stable_rank(f"{seed}:{workflow}:{k}"))
+    if share <= 0 or len(distinct) < 2:
+        return {}
+    count = min(len(distinct) - 1, max(1, round(share * len(distinct))))
+    return {key: ("test", "dev")[rank % 2] for rank, key in enumerate(distinct[:count])}
+
+
+def split_instances(instances: Sequence[Instance], eval_spec: EvalSpec, seed: int = 0,
+                    first_reads: Mapping[str, Sequence[str]] | None = None) -> dict[str, list[Instance]]:
+    """Split instances into ``train``, ``dev`` and ``test``, disjoint turn by turn.
+
+    Per workflow: every instance of ``holdout_workflows`` goes to test or dev (in turn,
+    by a hash of its id). Otherwise a ``holdout`` share of the workflow's value groups
+    (the values its first turn's reference reads, ``first_reads``; every param without
+    it) is reserved, each group for test or dev (:func:`_reserved_groups`). An instance
+    of a reserved group takes its group's split; an instance asked in a held-out
+    phrasing whose group is not reserved is left out (its values are trained, so it
+    would test a phrasing on a trained question); the rest train.
 
     Returns:
-        A dict with exactly the keys of ``SPLITS``, each list in input order.
+        A dict with exactly the keys of ``SPLITS``, each list in input order; left-out
+        instances are in none.
     """
     held_workflows = set(eval_spec.holdout_workflows)
-    split_of: dict[str, str] = {}
-    candidates: dict[str, list[Instance]] = {}
+    reads = first_reads or {}
+    by_workflow: dict[str, list[Instance]] = {}
     for instance in instances:
-        if instance.workflow in held_workflows:
-            split_of[instance.instance_id] = "eval_workflows"
-        elif _uses_held_out_phrasing(instance, eval_spec):
-            split_of[instance.instance_id] = "eval_phrasings"
-        else:
-            candidates.setdefault(instance.workflow, []).append(instance)
-    for group in candidates.values():
-        held_keys = _held_out_param_keys(group, eval_spec.holdout)
+        by_workflow.setdefault(instance.workflow, []).append(instance)
+    split_of: dict[str, str] = {}
+    for workflow, group in by_workflow.items():
+        if workflow in held_workflows:
+            ranked = sorted(group, key=lambda i: _stable_rank(f"{seed}:{i.instance_id}"))
+            split_of.update({i.instance_id: ("test", "dev")[rank % 2] for rank, i in enumerate(ranked)})
+            continue
+        keys = {i.instance_id: _group_key(i.params, reads.get(workflow, ())) for i in group}
+        reserved = _reserved_groups(list(keys.values()), eval_spec.holdout, seed, workflow)
         for instance in group:
-            key = instance.params_key()
-            split_of[instance.instance_id] = "eval_params" if key in held_keys else "train"
+            key = keys[instance.instance_id]
+            if key in reserved:
+                split_of[instance.instance_id] = reserved[key]
+            elif not _uses_held_out_phrasing(instance, eval_spec):
+                split_of[instance.instance_id] = "train"
     splits: dict[str, list[Instance]] = {name: [] for name in SPLITS}
     for instance in instances:
-        splits[split_of[instance.instance_id]].append(instance)
+        if instance.instance_id in split_of:
+            splits[split_of[instance.instance_id]].append(instance)
     return splits
+
+
+def first_turn_reads(recipe: Recipe, solution_root: str | Path = ".",
+                     solution_sources: Mapping[str, str | Path] | None = None) -> dict[str, tuple[str, ...]]:
+    """Each workflow's first-turn reads (:func:`_reads_of`): what its value groups are made of."""
+    root = Path(solution_root)
+    sources = {key: Path(value) for key, value in (solution_sources or {}).items()}
+    texts: dict[str, str] = {}
+    return {w.name: _reads_of(w, root, sources, texts) for w in recipe.workflows}
 
 
 def draw_instances(
@@ -418,14 +515,14 @@ def draw_instances(
 
     The held-out instances never depend on the training volume: the first
     ``per_workflow`` instances of each workflow are drawn and split exactly as
-    :func:`make_instances` and :func:`split_instances` do, and that split's held-out part
-    is kept whole. Only its ``train`` part is then resized per workflow: cut to its first
-    ``train_per_workflow`` instances, or topped up with instances drawn after them
-    (indices from ``per_workflow`` on) that ask in a trainable phrasing and never take a
-    held-out param set. An instance's draw depends on its index and the ones before, not
-    on the volume, so a smaller volume's training set is part of a larger one's.
-    Workflows of ``holdout_workflows`` get no training instances at any volume. A param
-    space too small to give enough instances leaves a workflow with fewer.
+    :func:`make_instances` and :func:`split_instances` do, and that split's dev and test
+    parts are kept whole. Only its ``train`` part is then resized per workflow: cut to
+    its first ``train_per_workflow`` instances, or topped up with instances drawn after
+    them (indices from ``per_workflow`` on) that ask in a trainable phrasing and never
+    take a reserved value group. An instance's draw depends on its index and the ones
+    before, not on the volume, so a smaller volume's training set is part of a larger
+    one's. Workflows of ``holdout_workflows`` get no training instances at any volume. A
+    param space too small to give enough instances leaves a workflow with fewer.
 
     Args:
         recipe: The resolved recipe (``eval`` decides the held-out instances).
@@ -439,10 +536,14 @@ def draw_instances(
         solution_sources: As for :func:`make_instances`.
 
     Returns:
-        (instances ordered by workflow, then index; instance id -> split name).
+        (instances ordered by workflow, then index; instance id -> split name). Instances
+        left out by the split are not returned.
     """
     base = make_instances(recipe, con, seed, per_workflow, solution_root, solution_sources)
-    split_of = {i.instance_id: name for name, group in split_instances(base, recipe.eval).items() for i in group}
+    reads = first_turn_reads(recipe, solution_root, solution_sources)
+    split_of = {i.instance_id: name for name, group in split_instances(base, recipe.eval, seed, reads).items()
+                for i in group}
+    base = [i for i in base if i.instance_id in split_of]
     if train_per_workflow is None:
         return base, split_of
     root = Path(solution_root)
@@ -459,18 +560,20 @@ def draw_instances(
         out += [i for i in drawn if i.instance_id in split_of]
         if workflow.name in held_workflows or len(train) >= train_per_workflow:
             continue
+        first = reads[workflow.name]
         used = {i.params_key() for i in drawn}
-        held = frozenset(i.params_key() for i in drawn if split_of[i.instance_id] == "eval_params")
+        reserved = frozenset(_group_key(i.params, first) for i in drawn if split_of[i.instance_id] != "train")
         missing = train_per_workflow - len(train)
         # Bounded: a trainable phrasing comes at least once every `widest` indices, and an
-        # index is skipped only when every draw hits a held-out param set.
+        # index is skipped only when every draw hits a reserved value group.
         widest = max(len(turn.asks) for turn in workflow.turns)
         for index in range(per_workflow, per_workflow + 4 * widest * (missing + _DISTINCT_DRAWS)):
             if missing == 0:
                 break
             if _held_out_slot(index, workflow, recipe.eval):
                 continue
-            params = _distinct_params(workflow, seed, index, con, recipe.schema_, cache, used, held)
+            params = _distinct_params(workflow, seed, index, con, recipe.schema_, cache, used, reserved,
+                                      group_of=lambda p: _group_key(p, first))
             if params is None:
                 continue
             instance = _instance(recipe, workflow, index, params, root, sources, texts)
@@ -484,11 +587,3 @@ def _held_out_slot(index: int, workflow: Workflow, eval_spec: EvalSpec) -> bool:
     """Whether the instance at ``index`` asks some turn in a held-out phrasing."""
     return any(_phrasing_for(index, workflow, len(turn.asks), eval_spec)
                >= len(turn.asks) - _held_out(eval_spec, len(turn.asks)) for turn in workflow.turns)
-
-
-def _held_out_param_keys(group: list[Instance], share: float) -> set[str]:
-    keys = sorted({instance.params_key() for instance in group}, key=lambda k: _stable_rank(k))
-    if share <= 0 or len(keys) < 2:
-        return set()
-    count = min(len(keys) - 1, max(1, round(share * len(keys))))
-    return set(keys[:count])
