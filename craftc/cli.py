@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--until", choices=STEPS, metavar="STEP")
     p.add_argument("--force", action="store_true",
                    help="rerun the selected steps even when their inputs are unchanged")
+    p.add_argument("--replicates", type=int, default=1, metavar="N",
+                   help="train and evaluate N seeds on the same data (sft, grpo and eval again for each extra "
+                        "seed, under RUN_DIR/replicates/); the report gives each arm's mean and spread")
     p.add_argument("--no-launch", action="store_true",
                    help="training steps write their step configs and print the launch.sh commands "
                         "instead of training (to launch by hand, e.g. on a cluster); a later run adopts "

@@ -36,7 +36,8 @@ from runtime.plan import PlanError, load_plan, plan_content_hash
 from runtime.step_context import StepContext, StepError, StepResult
 from runtime.tracking import TRACKING_DIR, TrackingError, log_step_metrics, require_tracker
 
-__all__ = ["STEPS", "UPSTREAM", "LOGICAL_READERS", "run_plan", "select_steps", "step_inputs_hash", "step_plan_parts"]
+__all__ = ["STEPS", "UPSTREAM", "LOGICAL_READERS", "REPLICATED_STEPS", "replicate_dir", "replicate_seed", "run_plan",
+           "select_steps", "step_inputs_hash", "step_plan_parts"]
 
 STEPS: tuple[str, ...] = ("world", "distill", "gate", "dataset", "sft", "grpo", "eval", "report")
 
@@ -58,12 +59,17 @@ UPSTREAM: dict[str, tuple[str, ...]] = {
     "world": (),
     "distill": ("world",),
     "gate": ("world", "distill"),
-    "dataset": ("world", "gate"),
+    "dataset": ("world", "distill", "gate"),
     "sft": ("dataset",),
     "grpo": ("world", "dataset", "sft"),
     "eval": ("world", "dataset", "sft", "grpo"),
     "report": ("sft", "grpo", "eval", "gate"),
 }
+
+# What `craftc run --replicates N` runs again for each extra seed, on the run's own data
+# (world, distill, gate and dataset are shared: the replicates differ in training noise only).
+REPLICATED_STEPS = ("sft", "grpo", "eval")
+REPLICATES_DIR = "replicates"
 
 # Training steps, which `--no-launch` prepares (step configs, launch commands) instead of
 # running; a later run adopts what the launches trained with these functions.
@@ -76,9 +82,10 @@ ADOPTERS: dict[str, str] = {
 # must not invalidate them.
 LOGICAL_READERS = {"distill", "gate", "dataset", "grpo"}
 
-# Eval settings that change only how eval decodes, not which instances are drawn, held out
-# or trained on: the distill and dataset steps do not read them.
-EVAL_DECODING = ("copy_bias", "batch")
+# Eval settings that change only how eval decodes or which held-out split it scores, not
+# which instances are drawn, held out or trained on: the distill and dataset steps do not
+# read them.
+EVAL_DECODING = ("copy_bias", "batch", "split")
 
 # Steps whose metrics go to the recipe's tracker (`track`): the funnel, training, eval.
 TRACKED_STEPS = ("gate", "sft", "grpo", "eval")
@@ -223,7 +230,24 @@ def _carry_hash(step: str, manifest: dict, reader: str) -> str:
     return manifest["outputs_hash"]
 
 
-def step_inputs_hash(step: str, plan: Plan, run_dir: Path, plan_dir: Path | None = None) -> str:
+def replicate_seed(seed: int, replicate: int) -> int:
+    """The training seed of replicate ``replicate`` (0 is the recipe's own seed).
+
+    >>> replicate_seed(7, 0), replicate_seed(7, 1) == replicate_seed(7, 1), replicate_seed(7, 1) != replicate_seed(7, 2)
+    (7, True, True)
+    """
+    if replicate == 0:
+        return seed
+    return int(hashlib.sha256(f"{seed}:replicate:{replicate}".encode()).hexdigest()[:8], 16) % (2**31 - 1)
+
+
+def replicate_dir(run_dir: Path, replicate: int) -> Path:
+    """Where replicate ``replicate`` keeps its sft, grpo and eval steps (0: the run dir)."""
+    return run_dir if replicate == 0 else run_dir / REPLICATES_DIR / f"r{replicate}"
+
+
+def step_inputs_hash(step: str, plan: Plan, run_dir: Path, plan_dir: Path | None = None, replicate: int = 0,
+                     replicates: int = 1) -> str:
     """Hash of everything the step reads; equal hashes mean the step can be reused."""
     data = plan.model_dump(mode="json", by_alias=True)
     upstream = {}
@@ -231,8 +255,14 @@ def step_inputs_hash(step: str, plan: Plan, run_dir: Path, plan_dir: Path | None
         manifest = _read_manifest(run_dir / up)
         upstream[up] = _carry_hash(up, manifest, step) if manifest else "missing"
     warehouse = _warehouse_fingerprint(plan, plan_dir) if step == "world" else None
-    return _canonical_hash({"step": step, "plan": _plan_parts(step, data["recipe"], data["artifacts"], warehouse),
-                            "upstream": upstream})
+    value = {"step": step, "plan": _plan_parts(step, data["recipe"], data["artifacts"], warehouse),
+             "upstream": upstream}
+    if replicate:           # another training seed on the same data
+        value["replicate"] = [replicate, replicate_seed(plan.recipe.seed, replicate)]
+    if step == "report" and replicates > 1:   # the report reads every replicate's eval
+        value["replicates"] = {r: (m or {}).get("outputs_hash", "missing") for r in range(1, replicates)
+                               for m in [_read_manifest(replicate_dir(run_dir, r) / "eval")]}
+    return _canonical_hash(value)
 
 
 def _outputs(step_dir: Path) -> tuple[list[dict[str, Any]], str]:
@@ -296,7 +326,7 @@ def _quarantine(step_dir: Path) -> Path:
 
 
 def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Console,
-             force: bool, launch: bool = True) -> dict[str, Any]:
+             force: bool, launch: bool = True, replicate: int = 0, replicates: int = 1) -> dict[str, Any]:
     step_dir = run_dir / step
     for up in UPSTREAM[step]:
         if up in ADOPTERS:
@@ -310,7 +340,7 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
             _adopt_prepared(step, plan, plan_dir, run_dir, console)
         except StepError as exc:   # prepared but not launched yet: this run trains it
             console.print(f"[yellow]![/] {step}: prepared for a launch by hand that has not finished ({exc})")
-    inputs_hash = step_inputs_hash(step, plan, run_dir, plan_dir)
+    inputs_hash = step_inputs_hash(step, plan, run_dir, plan_dir, replicate, replicates)
     if step_dir.exists():
         manifest = _read_manifest(step_dir)
         if manifest is None:
@@ -319,7 +349,7 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
                           f"kept it as {moved.name} and rebuilding")
         elif manifest.get("inputs_hash") == inputs_hash and not force:
             console.print(f"[green]=[/] {step}: reused (inputs unchanged)")
-            return {"step": step, "status": "reused", "wall_s": 0.0}
+            return {"step": step, "status": "reused", "wall_s": 0.0, **({"replicate": replicate} if replicate else {})}
     for up in UPSTREAM[step]:
         if _read_manifest(run_dir / up) is None and (launch or _read_manifest(run_dir / up, "prepared") is None):
             raise StepError(f"step `{step}` needs the output of `{up}`, which is not in {run_dir}; "
@@ -329,9 +359,10 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
     if tmp_dir.exists():
         shutil.rmtree(tmp_dir)
     tmp_dir.mkdir(parents=True)
-    console.rule(f"[bold]{step}")
+    console.rule(f"[bold]{step}" + (f" (replicate {replicate})" if replicate else ""))
+    seed = replicate_seed(plan.recipe.seed, replicate)
     ctx = StepContext(plan=plan, plan_dir=plan_dir, run_dir=run_dir, out_dir=tmp_dir,
-                      console=console, seed=plan.recipe.seed, launch=launch)
+                      console=console, seed=seed, launch=launch, replicate=replicate, replicates=replicates)
     started = time.perf_counter()
     result = _load_step_function(step)(ctx)
     wall_s = round(time.perf_counter() - started, 3)
@@ -342,7 +373,7 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
     prepared = step in ADOPTERS and not launch
     manifest = {
         "step": step, "status": "prepared" if prepared else "complete", "inputs_hash": inputs_hash, "plan_hash": plan.content_hash,
-        "recipe": plan.recipe.name, "profile": plan.recipe.profile, "seed": plan.recipe.seed,
+        "recipe": plan.recipe.name, "profile": plan.recipe.profile, "seed": seed,
         "metrics": result.metrics, "outputs": files, "outputs_hash": outputs_hash,
         "versions": _versions(), "wall_s": wall_s,
         # plan.json is every step's input; the rest are the artifacts this step read.
@@ -359,13 +390,30 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
                       "(above, and under `warnings` in its manifest)")
     else:
         console.print(f"[green]✓[/] {step}: done in {wall_s:.1f}s")
-    return {"step": step, "status": "ran", "wall_s": wall_s}
+    return {"step": step, "status": "ran", "wall_s": wall_s, **({"replicate": replicate} if replicate else {})}
+
+
+def _share_data_steps(run_dir: Path, replicate: int) -> Path:
+    """A replicate's run dir, its data steps linked to the run's own (never copied)."""
+    target = replicate_dir(run_dir, replicate)
+    target.mkdir(parents=True, exist_ok=True)
+    for step in STEPS[: STEPS.index(REPLICATED_STEPS[0])]:
+        link = target / step
+        if link.is_symlink() or not link.exists():
+            if link.is_symlink():
+                link.unlink()
+            link.symlink_to(Path("..", "..", step))
+    return target
 
 
 def run_plan(plan_dir: Path | str, run_dir: Path | str | None = None, only: str | None = None,
              from_step: str | None = None, until: str | None = None, force: bool = False,
-             console: Console | None = None, launch: bool = True) -> int:
+             console: Console | None = None, launch: bool = True, replicates: int = 1) -> int:
     """Run the selected steps of a plan; returns a process exit code.
+
+    With ``replicates`` N > 1 the training steps (sft, grpo, eval) run again for N - 1
+    more seeds in ``RUN_DIR/replicates/r<k>/``, on the run's own data steps, and the
+    report, run last, reads them all. Each replicate's steps resume like the run's own.
 
     Example (not run here: needs a compiled plan dir)::
 
@@ -375,6 +423,8 @@ def run_plan(plan_dir: Path | str, run_dir: Path | str | None = None, only: str 
     console = console or Console(stderr=True, soft_wrap=True)
     plan_dir = Path(plan_dir)
     try:
+        if replicates < 1:
+            raise StepError(f"--replicates {replicates}: give 1 or more")
         plan = load_plan(plan_dir)
         steps = select_steps(only, from_step, until)
         if any(step in TRACKED_STEPS for step in steps):
@@ -393,7 +443,16 @@ def run_plan(plan_dir: Path | str, run_dir: Path | str | None = None, only: str 
             if (plan_dir / "plan.json").read_bytes() != plan_bytes:
                 raise PlanError(f"`{plan_dir}/plan.json` changed while this run was in progress; "
                                 "rerun `craftc run` to continue with the new plan")
-            record.append(_run_one(step, plan, plan_dir, run_dir, console, force, launch))
+            if step == "report" and replicates > 1:
+                continue            # after every replicate's eval, below
+            record.append(_run_one(step, plan, plan_dir, run_dir, console, force, launch, replicates=replicates))
+        for replicate in range(1, replicates):
+            shared = _share_data_steps(run_dir, replicate)
+            for step in (s for s in steps if s in REPLICATED_STEPS):
+                record.append(_run_one(step, plan, plan_dir, shared, console, force, launch, replicate, replicates))
+        if replicates > 1 and "report" in steps:
+            step = "report"
+            record.append(_run_one(step, plan, plan_dir, run_dir, console, force, launch, replicates=replicates))
     except StepError as exc:
         console.print(f"[bold red]error:[/] {exc}")
         return 1

@@ -39,6 +39,10 @@ class StepContext:
     # False under `craftc run --no-launch`: training steps write their step configs and
     # print the launch commands instead of training (docs/training.md, the hand-off).
     launch: bool = True
+    # `craftc run --replicates N`: which training replicate this step belongs to (0: the
+    # run dir itself) and, for the report, how many the run has.
+    replicate: int = 0
+    replicates: int = 1
 
     def input_dir(self, step: str) -> Path:
         """The finished output directory of an earlier step."""

@@ -21,4 +21,4 @@ def _default_plan_dir() -> Path:
 def run(args) -> int:
     plan_dir = Path(args.plan_dir) if args.plan_dir else _default_plan_dir()
     return run_plan(plan_dir, args.run_dir, only=args.only, from_step=args.from_step, until=args.until,
-                    force=args.force, launch=not args.no_launch)
+                    force=args.force, launch=not args.no_launch, replicates=args.replicates)

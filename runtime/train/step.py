@@ -287,6 +287,8 @@ def run_sft_step(ctx: StepContext) -> StepResult:
         max_length = arm_max_length(trl_kwargs["max_length"], context, longest[mode], longest["stripped"])
         # The two values the step measures instead of compiling; the config records them.
         overrides = {"max_length": max_length}
+        if ctx.seed != trl_kwargs.get("seed", ctx.seed):     # a replicate: another training seed
+            overrides["seed"] = ctx.seed
         if "run_name" not in trl_kwargs:
             overrides["run_name"] = run_name(ctx.plan.recipe.name, stage.name, ctx.plan.content_hash, arm)
         prefix_overrides = None

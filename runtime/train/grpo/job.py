@@ -103,9 +103,10 @@ class GRPOJob:
                     "step_rewards": spec.step_rewards},
             stage=stage.model_dump(mode="json"),
             # The tracker's run name from the plan hash; a `trl { run_name }` wins.
-            trl={"run_name": run_name(recipe.name, stage_name, plan.content_hash), **trl}, wording={"user": wording.user, "tool": wording.tool},
+            trl={"run_name": run_name(recipe.name, stage_name, plan.content_hash), **trl,
+                 **({"seed": int(step["seed"])} if "seed" in step else {})}, wording={"user": wording.user, "tool": wording.tool},
             fmt=builder["format"], workers=recipe.gates.execution.workers,
-            secret_env=list(recipe.gates.execution.secret_env), seed=recipe.seed, peft=peft,
+            secret_env=list(recipe.gates.execution.secret_env), seed=int(step.get("seed", recipe.seed)), peft=peft,
             schema=recipe.schema_.model_dump(mode="json"), earlier_turns=earlier_turns,
             reference_limits=sandbox_limits(recipe).to_dict(),
         )

@@ -47,7 +47,9 @@ def run_grpo(ctx):
     # Paths relative to this config's directory: the run dir can move to another machine.
     (ctx.out_dir / GRPO_STEP_CONFIG.path).write_text(json_text({
         "model_dir": SFT_FINAL.relative_to_step("grpo"), "instances": TRAIN_INSTANCES.relative_to_step("grpo"),
-        "warehouse": WAREHOUSE.relative_to_step("grpo"), "out_dir": "."}))
+        "warehouse": WAREHOUSE.relative_to_step("grpo"), "out_dir": ".",
+        # A replicate (`craftc run --replicates N`) trains with its own seed.
+        **({"seed": ctx.seed} if ctx.replicate else {})}))
     command = launch_stage(ctx, "grpo", stage.name, ctx.out_dir / GRPO_STEP_CONFIG.path)
     if not ctx.launch:
         return StepResult(metrics={"launch": "manual", "commands": {"grpo": command}})
