@@ -1,21 +1,34 @@
 """Evaluation metrics: pure functions over scored ``Episode`` records.
 
-Each metric is defined once here and in docs/evaluation.md; ``summarise`` gives
-the value, its unit count and its 95% confidence interval (Wilson for rates over
-the stated units, seeded bootstrap over instances for means).
+Each metric is defined once here (its docstring and ``METRICS``) and in
+docs/evaluation.md. A user turn whose ``excluded`` reason is set (e.g. its reference
+returns no rows, so passing says nothing) is left out of every metric; an episode whose
+turns are all excluded contributes nothing.
+
+``summarise`` gives each metric's value, unit count and a 95% clustered normal interval
+(``runtime.eval.stats.clustered_mean``, Miller arXiv 2411.00640): per-turn rates are
+clustered by conversation (``instance_id``), conversation-level rates and the
+per-instance means have each instance as its own cluster, so every interval is of one
+kind. ``paired_metric`` compares two arms on the turns both scored.
 """
 
 from __future__ import annotations
 
 from runtime.agent import Episode, UserTurn
-from runtime.eval.stats import bootstrap_mean, wilson
+from runtime.eval.stats import clustered_mean, minimum_detectable_difference, paired_clustered_difference
 
-__all__ = ["METRICS", "PER_INSTANCE", "discovery_loops", "turn_passed", "instance_values", "metric_values", "per_workflow",
-           "repair_counts", "summarise"]
+__all__ = ["METRICS", "PER_INSTANCE", "PER_TURN", "discovery_loops", "turn_passed", "scored_turns", "turn_scores",
+           "paired_metric", "instance_values", "metric_values", "per_workflow", "repair_counts", "summarise"]
 
 
 def turn_passed(turn: UserTurn) -> bool:
+    """The turn ended on a successful execution whose result passes the expectations."""
     return bool(turn.final_ok and turn.passed)
+
+
+def scored_turns(episode: Episode) -> list[UserTurn]:
+    """The episode's user turns that are scored (``excluded`` empty), in order."""
+    return [t for t in episode.turns if not t.excluded]
 
 
 def discovery_loops(turn: UserTurn) -> int:
@@ -35,16 +48,22 @@ def _rate(flags: list[bool]) -> tuple[int, int]:
     return sum(flags), len(flags)
 
 
-# name -> (kind, higher_is_better, description)
+# name -> (kind, higher_is_better, description); every metric leaves excluded turns out.
 METRICS = {
-    "agent_score": ("rate", True, "user turns whose final result passes the workflow's expectations"),
-    "final_answer_accuracy": ("rate", True, "conversations whose last turn's final result passes"),
-    "execution_success": ("rate", True, "user turns that end on a successful execution"),
-    "multi_turn_coherence": ("rate", True, "follow-up turns that pass and keep every earlier constraint"),
-    "consistency": ("mean", True, "plan/code agreement of each turn's final call, mean per instance"),
-    "input_tokens": ("mean", False, "input tokens per model call, mean per instance"),
-    "discovery_loops": ("mean", False, "discovery calls before the first successful execution, per user turn"),
-    "model_calls": ("mean", False, "model calls per user turn, mean per instance"),
+    "agent_score": ("rate", True, "scored user turns whose final result passes the workflow's expectations "
+                                  "(clustered by conversation)"),
+    "final_answer_accuracy": ("rate", True, "conversations whose last turn is scored and its final result passes"),
+    "execution_success": ("rate", True, "scored user turns that end on a successful execution "
+                                        "(clustered by conversation)"),
+    "multi_turn_coherence": ("rate", True, "scored follow-up turns whose reference keeps at least one earlier "
+                                           "constraint, that pass and keep every such constraint "
+                                           "(clustered by conversation)"),
+    "consistency": ("mean", True, "plan/code agreement of each scored turn's final call, over turns whose plan "
+                                  "or code names an entity (the others counted as unjudged), mean per instance"),
+    "input_tokens": ("mean", False, "input tokens per model call of the scored turns, mean per instance"),
+    "discovery_loops": ("mean", False, "discovery calls before the first successful execution per scored user "
+                                       "turn, mean per instance"),
+    "model_calls": ("mean", False, "model calls per scored user turn, mean per instance"),
 }
 
 
@@ -52,13 +71,116 @@ def _mean(xs: list[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
+def _agent_score(episode: Episode) -> list[tuple[int, float]]:
+    """Agent score: 1 for each scored turn that passes (``turn_passed``), else 0."""
+    return [(t.index, float(turn_passed(t))) for t in scored_turns(episode)]
+
+
+def _execution_success(episode: Episode) -> list[tuple[int, float]]:
+    """Execution success: 1 for each scored turn that ends on a successful execution, else 0."""
+    return [(t.index, float(bool(t.final_ok))) for t in scored_turns(episode)]
+
+
+def _coherence(episode: Episode) -> list[tuple[int, float]]:
+    """Multi-turn coherence: over the scored follow-up turns (not the first) whose
+    reference keeps at least one earlier turn's constraint (``constraints_required`` >
+    0, see runtime/eval/scoring.py), 1 when the turn passes and keeps every such
+    constraint, else 0. Follow-ups that require none (or were scored before the count
+    was recorded) are not units."""
+    return [(t.index, float(turn_passed(t) and bool(t.kept_constraints)))
+            for t in episode.turns[1:] if not t.excluded and (t.constraints_required or 0) > 0]
+
+
+def _consistency(episode: Episode) -> list[tuple[int, float]]:
+    """Consistency: plan/code agreement (``plan_code_agreement``, in [0, 1]) of each
+    scored turn's last call with code; turns whose plan and code name no entity have no
+    value (``consistency`` None) and are not units."""
+    return [(t.index, float(t.consistency)) for t in scored_turns(episode) if t.consistency is not None]
+
+
+def _final_answer(episode: Episode) -> list[tuple[int, float]]:
+    """Final answer accuracy: one unit per conversation whose last turn is scored, 1
+    when that turn passes. A conversation whose last turn is excluded is not a unit."""
+    if not episode.turns or episode.turns[-1].excluded:
+        return []
+    last = episode.turns[-1]
+    return [(last.index, float(turn_passed(last)))]
+
+
+# The turn-level units of each metric: (turn index, value) per scored unit of an episode.
+PER_TURN = {
+    "agent_score": _agent_score,
+    "final_answer_accuracy": _final_answer,
+    "execution_success": _execution_success,
+    "multi_turn_coherence": _coherence,
+    "consistency": _consistency,
+}
+
+
 # The per-instance value of each "mean" metric: the unit its mean and intervals are over.
 PER_INSTANCE = {
-    "consistency": lambda e: _mean([t.consistency or 0.0 for t in e.turns]),
-    "input_tokens": lambda e: _mean([c.input_tokens for c in e.calls]),
-    "discovery_loops": lambda e: _mean([discovery_loops(t) for t in e.turns]),
-    "model_calls": lambda e: _mean([len(t.calls) for t in e.turns]),
+    "consistency": lambda e: _mean([v for _, v in _consistency(e)]),
+    "input_tokens": lambda e: _mean([c.input_tokens for t in scored_turns(e) for c in t.calls]),
+    "discovery_loops": lambda e: _mean([discovery_loops(t) for t in scored_turns(e)]),
+    "model_calls": lambda e: _mean([len(t.calls) for t in scored_turns(e)]),
 }
+
+# Where a mean metric's interval is clipped: agreement lies in [0, 1], counts are >= 0.
+_BOUNDS = {"consistency": (0.0, 1.0), "input_tokens": (0.0, None), "discovery_loops": (0.0, None),
+           "model_calls": (0.0, None)}
+
+
+def turn_scores(episodes: list[Episode], metric: str) -> dict[tuple[str, int], float]:
+    """One arm's per-turn values of ``metric``, keyed by ``(instance_id, turn index)``.
+
+    For the metrics in ``PER_TURN``: agent_score, execution_success,
+    multi_turn_coherence and consistency give one value per unit turn (as their
+    docstrings define the units); final_answer_accuracy one per conversation, keyed by
+    its last turn. Excluded turns and turns without a value are absent.
+
+    Example:
+        >>> ep = Episode("i", turns=[UserTurn(0, "q", final_ok=True, passed=True),
+        ...                          UserTurn(1, "q", excluded="the reference returns no rows")])
+        >>> turn_scores([ep], "agent_score")
+        {('i', 0): 1.0}
+    """
+    if metric not in PER_TURN:
+        raise ValueError(f"{metric!r} has no per-turn values; one of {sorted(PER_TURN)}")
+    scores: dict[tuple[str, int], float] = {}
+    for episode in episodes:
+        for index, value in PER_TURN[metric](episode):
+            key = (episode.instance_id, index)
+            if key in scores:
+                raise ValueError(f"instance {episode.instance_id!r} turn {index} appears twice in one arm")
+            scores[key] = value
+    return scores
+
+
+def paired_metric(episodes_a: list[Episode], episodes_b: list[Episode], metric: str) -> dict:
+    """Arm A minus arm B on ``metric``, over the units both arms scored.
+
+    Units are paired by ``(instance_id, turn index)`` (``turn_scores``); the mean
+    difference gets a clustered standard error (cluster: the instance), a 95% interval
+    clipped to [-1, 1], a two-sided p-value (``paired_clustered_difference``) and
+    ``mde``: the minimum difference detectable at alpha 0.05 with 80% power from that
+    standard error (None when no unit was paired).
+
+    Returns:
+        ``{value, se, ci, n, clusters, p_value, mde}``.
+
+    Example:
+        >>> def arm(*passed):
+        ...     return [Episode(f"i{k}", turns=[UserTurn(0, "q", final_ok=True, passed=p)])
+        ...             for k, p in enumerate(passed)]
+        >>> paired_metric(arm(True, True), arm(True, False), "agent_score")["value"]
+        0.5
+    """
+    a, b = turn_scores(episodes_a, metric), turn_scores(episodes_b, metric)
+    keys = sorted(set(a) & set(b))
+    out = paired_clustered_difference([a[k] for k in keys], [b[k] for k in keys], [k[0] for k in keys],
+                                      bounds=(-1.0, 1.0))
+    out["mde"] = minimum_detectable_difference(out["se"]) if out["n"] else None
+    return out
 
 
 def instance_values(episodes: list[Episode], metric: str) -> dict[str, float]:
@@ -68,46 +190,68 @@ def instance_values(episodes: list[Episode], metric: str) -> dict[str, float]:
 
 
 def metric_values(episodes: list[Episode]) -> dict[str, dict]:
-    """Raw units of each metric: rates as (successes, n), means as per-instance values."""
-    turns = [t for e in episodes for t in e.turns]
-    follow_ups = [t for e in episodes for t in e.turns[1:]]
-    per_instance = {name: [value(e) for e in episodes] for name, value in PER_INSTANCE.items()}
-    return {
-        "agent_score": {"rate": _rate([turn_passed(t) for t in turns])},
-        "final_answer_accuracy": {"rate": _rate([turn_passed(e.turns[-1]) for e in episodes if e.turns])},
-        "execution_success": {"rate": _rate([t.final_ok for t in turns])},
-        "multi_turn_coherence": {"rate": _rate([turn_passed(t) and bool(t.kept_constraints) for t in follow_ups])},
-        **{name: {"values": [v for v in values if v is not None]} for name, values in per_instance.items()},
-    }
+    """Raw units of each metric: ``values`` with their ``clusters`` (instance ids).
+
+    Rates: one 0/1 value per unit (per scored turn, per conversation for
+    final_answer_accuracy) and ``rate``: ``(successes, n)``. Means: one value per
+    instance. Consistency also carries ``unjudged``: scored turns whose plan and code
+    name no entity (no consistency value).
+    """
+    out: dict[str, dict] = {}
+    for name, (kind, _, _) in METRICS.items():
+        if kind == "rate":
+            units = [(e.instance_id, v) for e in episodes for _, v in PER_TURN[name](e)]
+            values = [v for _, v in units]
+            out[name] = {"values": values, "clusters": [c for c, _ in units],
+                         "rate": (int(sum(values)), len(values))}
+        else:
+            per = [(e.instance_id, PER_INSTANCE[name](e)) for e in episodes]
+            per = [(c, v) for c, v in per if v is not None]
+            out[name] = {"values": [v for _, v in per], "clusters": [c for c, _ in per]}
+    out["consistency"]["unjudged"] = sum(1 for e in episodes for t in scored_turns(e) if t.consistency is None)
+    return out
 
 
 def summarise(episodes: list[Episode], seed: int = 0) -> dict[str, dict]:
-    """Each metric's ``value``, ``n`` and 95% ``ci`` (``[low, high]``), rounded for stable JSON.
+    """Each metric's ``value``, ``n``, 95% ``ci`` (``[low, high]``), ``se`` and ``clusters``.
 
-    A rate with no units (e.g. coherence with no follow-up turns) has ``value`` None.
+    All from ``clustered_mean``, rounded for stable JSON: rates over their units
+    (``n`` turns, or conversations for final_answer_accuracy, ``clusters`` the
+    conversations they belong to) with ``successes``, clipped to [0, 1]; means over
+    per-instance values (``n`` = ``clusters`` = instances), counts clipped at 0.
+    Consistency also carries ``unjudged`` (see ``metric_values``). A metric with no
+    units (e.g. coherence with no follow-up that requires a constraint) has ``value``
+    None. ``seed`` is accepted for callers and unused: the intervals are analytic.
+
+    Example:
+        >>> ep = Episode("i", turns=[UserTurn(0, "q", final_ok=True, passed=True), UserTurn(1, "q")])
+        >>> summarise([ep])["agent_score"]
+        {'value': 0.5, 'n': 2, 'ci': [0.5, 0.5], 'se': 0.0, 'clusters': 1, 'successes': 1}
     """
     out = {}
     for name, raw in metric_values(episodes).items():
+        bounds = (0.0, 1.0) if METRICS[name][0] == "rate" else _BOUNDS[name]
+        summary = clustered_mean(raw["values"], raw["clusters"], bounds=bounds)
+        out[name] = {"value": summary["value"], "n": summary["n"], "ci": summary["ci"], "se": summary["se"],
+                     "clusters": summary["clusters"]}
         if "rate" in raw:
-            k, n = raw["rate"]
-            value, ci = (k / n if n else None), wilson(k, n)
-        else:
-            values = raw["values"]
-            n, value, ci = len(values), _mean(values), bootstrap_mean(values, seed)
-        out[name] = {"value": None if value is None else round(value, 6), "n": n,
-                     "ci": [round(ci[0], 6), round(ci[1], 6)]}
+            out[name]["successes"] = raw["rate"][0]
+        if "unjudged" in raw:
+            out[name]["unjudged"] = raw["unjudged"]
     return out
 
 
 def per_workflow(episodes: list[Episode]) -> list[dict]:
-    """Agent score (user turns passing) per workflow and split, sorted by split then workflow.
+    """Agent score (scored user turns passing) per workflow and split, sorted by split then workflow.
 
     Each row: ``{workflow, split, passed, n, value}`` with ``value = passed / n``; a
     workflow evaluated in two splits (new params and new phrasings) gets two rows.
+    Excluded turns are left out; a group whose turns are all excluded has ``n`` 0 and
+    ``value`` None.
     """
     groups: dict[tuple[str, str], list[bool]] = {}
     for episode in episodes:
-        groups.setdefault((episode.split, episode.workflow), []).extend(turn_passed(t) for t in episode.turns)
+        groups.setdefault((episode.split, episode.workflow), []).extend(turn_passed(t) for t in scored_turns(episode))
     rows = []
     for (split, workflow), flags in sorted(groups.items()):
         k, n = _rate(flags)
@@ -122,7 +266,8 @@ def repair_counts(episodes: list[Episode]) -> dict[str, int]:
     A repair is a model call that follows a failed attempt in the same user turn: code
     that did not run, or no code block at all; either way the agent was shown the error.
     ``same_code`` counts repairs whose code is the failed attempt's byte for byte (the
-    error was not read), ``ran`` those whose code then ran.
+    error was not read), ``ran`` those whose code then ran. Excluded turns are left out,
+    like every metric here.
 
     Example:
         >>> from runtime.agent import ExecRecord, ModelCall
@@ -134,7 +279,7 @@ def repair_counts(episodes: list[Episode]) -> dict[str, int]:
     """
     repairs = same = ran = 0
     for episode in episodes:
-        for turn in episode.turns:
+        for turn in scored_turns(episode):
             for before, call in zip(turn.calls, turn.calls[1:]):
                 if before.tool_message is None or (before.exec is not None and before.exec.ok):
                     continue        # the call after a run that worked writes the turn's answer

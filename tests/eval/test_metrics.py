@@ -24,8 +24,12 @@ TERMS = SchemaTerms.from_schema(Schema(name="s", version=1, source="s", entities
 ANSWER = "<ANSWER>done</ANSWER>"     # the agent closes a turn before the next question
 
 
-def _run(sandbox, replies, n=2):
-    task = AgentTask.from_dict(task_dict(n))
+def _run(sandbox, replies, n=2, keep_travel=None):
+    data = task_dict(n)
+    if keep_travel is not None:     # a third question whose reference keeps turn 2's `travel` filter
+        data["turns"].append({**data["turns"][1], "ask": f"Only the top {keep_travel} of those",
+                              "code": TRAVEL_CODE.format(n=keep_travel)})
+    task = AgentTask.from_dict(data)
     refs = reference_frames([task], sandbox)
     episode = run_episodes(Script(replies), [task], "sys", sandbox, max_turns=3)[0]
     from runtime.eval import score_episode
@@ -34,18 +38,34 @@ def _run(sandbox, replies, n=2):
 
 def test_a_coherent_conversation_keeps_the_earlier_constraint(sandbox):
     episode, task = _run(sandbox, [assistant("Rank campaigns.", TOP_CODE.format(n=2)), ANSWER,
-                                   assistant("Keep travel advertisers' campaigns.", TRAVEL_CODE.format(n=2))])
+                                   assistant("Keep travel advertisers' campaigns.", TRAVEL_CODE.format(n=2)), ANSWER,
+                                   assistant("Keep the top 3 of them.", TRAVEL_CODE.format(n=3))], keep_travel=3)
     assert required_constraints(task, 1) == set()      # turn 1 has no filter; `travel` is new in turn 2
-    assert [t.passed for t in episode.turns] == [True, True]
+    assert required_constraints(task, 2) == {"travel"}  # turn 3's reference keeps it
+    assert [t.passed for t in episode.turns] == [True, True, True]
+    assert [t.constraints_required for t in episode.turns] == [None, 0, 1]
+    # Turn 2 requires nothing, so it is not a coherence unit; turn 3 is, and keeps `travel`.
     assert summarise([episode])["multi_turn_coherence"]["value"] == 1.0
+    assert summarise([episode])["multi_turn_coherence"]["n"] == 1
 
 
 def test_an_incoherent_follow_up_fails_coherence(sandbox):
-    # With n=4 the unfiltered ranking includes a retail campaign.
+    # The third answer drops the travel filter: the unfiltered top 4 includes a retail campaign.
+    episode, _ = _run(sandbox, [assistant("Rank campaigns.", TOP_CODE.format(n=4)), ANSWER,
+                                assistant("Keep travel advertisers' campaigns.", TRAVEL_CODE.format(n=4)), ANSWER,
+                                assistant("Rank campaigns.", TOP_CODE.format(n=4))], n=4, keep_travel=4)
+    assert episode.turns[2].passed is False and episode.turns[2].kept_constraints is False
+    assert summarise([episode])["multi_turn_coherence"] == {"value": 0.0, "n": 1, "ci": [0.0, 0.0], "se": 0.0,
+                                                            "clusters": 1, "successes": 0}
+
+
+def test_a_follow_up_that_requires_no_constraint_is_not_a_coherence_unit(sandbox):
+    # Turn 2 drops nothing it was asked to keep: before, it counted as keeping its (no) constraints.
     episode, _ = _run(sandbox, [assistant("Rank campaigns.", TOP_CODE.format(n=4)), ANSWER,
                                 assistant("Rank campaigns.", TOP_CODE.format(n=4))], n=4)
-    assert episode.turns[1].passed is False
-    assert summarise([episode])["multi_turn_coherence"] == {"value": 0.0, "n": 1, "ci": [0.0, 0.793451]}
+    assert episode.turns[1].passed is False and episode.turns[1].constraints_required == 0
+    assert summarise([episode])["multi_turn_coherence"]["n"] == 0
+    assert summarise([episode])["multi_turn_coherence"]["value"] is None
 
 
 def test_constraint_retention_requires_earlier_filters_the_reference_keeps():
@@ -97,7 +117,7 @@ def test_wilson_interval_matches_the_textbook_value():
     assert (round(low, 4), round(high, 4)) == (0.4902, 0.9433)
 
 
-def test_bootstrap_intervals_are_seeded():
+def test_summaries_are_deterministic():
     episodes = [Episode(str(i), turns=[UserTurn(0, "q", [ModelCall(10 * i, "")])]) for i in range(1, 9)]
     assert summarise(episodes, seed=3) == summarise(episodes, seed=3)
     low, high = summarise(episodes, seed=3)["input_tokens"]["ci"]
