@@ -83,8 +83,10 @@ def sft_config(trl_kwargs: dict, out_dir: str | os.PathLike, overrides: dict | N
     """
     from trl import SFTConfig
 
+    from runtime.train.version_fit import fitted_config
+
     try:
-        return SFTConfig(output_dir=str(out_dir), **{**trl_kwargs, **(overrides or {})})
+        return fitted_config(SFTConfig, {**trl_kwargs, **(overrides or {})}, output_dir=str(out_dir))
     except TypeError as exc:
         raise SFTSetupError(f"the plan's trl_config.json does not fit this TRL version: {exc}; "
                             "recompile the recipe with the craft installed here") from None
@@ -316,7 +318,7 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         MaskingError: If any tool-output token would be trained.
     """
     import torch
-    from transformers import AutoModelForCausalLM
+    from runtime.train.precision import load_for_training
     from transformers.trainer_utils import get_last_checkpoint
 
     model_dir, dataset_dir, out = Path(model_dir), Path(dataset_dir), Path(out_dir)
@@ -331,9 +333,8 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         write_mask_report(report, out)
     check_masking(report)
 
-    model = AutoModelForCausalLM.from_pretrained(
-        str(model_dir), local_files_only=True,
-        dtype=torch.bfloat16 if args.bf16 else torch.float32)
+    # float32 master weights (bf16 is autocast), an MXFP4 checkpoint unpacked (runtime.train.precision).
+    model = load_for_training(model_dir, args, local_files_only=True)
     resume = get_last_checkpoint(str(out))
     warm_up = None
     threads, thread_changes = torch.get_num_threads(), []
