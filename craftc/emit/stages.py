@@ -65,6 +65,8 @@ def world_size(stage: Stage) -> int:
 def model_classes(recipe: Recipe, stage: Stage) -> tuple[str, str]:
     """(decoder layer class, MoE block class) of the stage's base model."""
     spec = next((m for m in recipe.models if m.name == stage.base), None)
+    if spec is not None and spec.source == "tiny_moe":      # Qwen3-MoE, whatever its name
+        return _DEFAULT_CLASSES
     needle = f"{stage.base} {spec.path if spec and spec.path else ''}".lower()
     for key, layer, block in _MODEL_CLASSES:
         if key in needle:

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from runtime.train.core_share import CORE_SHARE_ENV, write_share
 
-__all__ = ["LaunchError", "PreflightError", "concurrent_threads", "launch_env", "launch_stage",
+__all__ = ["LAYER_CLASSES", "LaunchError", "PreflightError", "concurrent_threads", "fit_layer_classes",
+           "model_layer_classes", "launch_env", "launch_stage",
            "launch_stages_concurrently", "preflight", "run_launch", "run_launches", "stage_command"]
 
 _GPU_MODES = ("ddp", "fsdp2", "zero3")
@@ -59,10 +60,89 @@ def launch_stage(ctx, step: str, stage_name: str, step_config: Path) -> list[str
         The command as it reads once the step dir is in place (for the step's metrics).
     """
     script = ctx.artifact(f"stages/{stage_name}/launch.sh")
-    ctx.artifact(f"stages/{stage_name}/accelerate.yaml")      # read by accelerate, through launch.sh
+    plan_yaml = ctx.artifact(f"stages/{stage_name}/accelerate.yaml")      # read by accelerate, through launch.sh
     if ctx.launch:
-        run_launch(stage_command(script, step_config), env=launch_env())
+        run_launch(stage_command(script, step_config),
+                   env={**launch_env(), **_fitted_config_env(ctx, plan_yaml, step_config)})
     return _final_command(ctx, step, script, step_config)
+
+
+# The classes FSDP wraps and DeepSpeed keeps whole, by the `model_type` in a model's
+# config.json: (decoder layer, block kept whole: the MoE block, or a dense model's MLP).
+LAYER_CLASSES: dict[str, tuple[str, str]] = {
+    "qwen3_moe": ("Qwen3MoeDecoderLayer", "Qwen3MoeSparseMoeBlock"),
+    "qwen3": ("Qwen3DecoderLayer", "Qwen3MLP"),
+    "qwen2_moe": ("Qwen2MoeDecoderLayer", "Qwen2MoeSparseMoeBlock"),
+    "qwen2": ("Qwen2DecoderLayer", "Qwen2MLP"),
+    "llama": ("LlamaDecoderLayer", "LlamaMLP"),
+    "mistral": ("MistralDecoderLayer", "MistralMLP"),
+    "mixtral": ("MixtralDecoderLayer", "MixtralSparseMoeBlock"),
+    "gpt_oss": ("GptOssDecoderLayer", "GptOssMLP"),
+}
+_YAML_CLASS_KEYS = (("fsdp_transformer_layer_cls_to_wrap", 0), ("deepspeed_moe_layer_cls_names", 1))
+
+
+def model_layer_classes(model_config: dict) -> tuple[str, str] | None:
+    """(decoder layer, block kept whole) of a model, from its config's `model_type`, else from
+    its architecture's name (`FooForCausalLM` -> `FooDecoderLayer`); None if neither says.
+
+    Example:
+        >>> model_layer_classes({"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"]})
+        ('Qwen3DecoderLayer', 'Qwen3MLP')
+        >>> model_layer_classes({"model_type": "phi3", "architectures": ["Phi3ForCausalLM"]})
+        ('Phi3DecoderLayer', 'Phi3MLP')
+    """
+    known = LAYER_CLASSES.get(model_config.get("model_type", ""))
+    if known:
+        return known
+    arch = next(iter(model_config.get("architectures") or []), "")
+    if arch.endswith("ForCausalLM") and len(arch) > len("ForCausalLM"):
+        prefix = arch[: -len("ForCausalLM")]
+        return f"{prefix}DecoderLayer", f"{prefix}MLP"
+    return None
+
+
+def fit_layer_classes(yaml_text: str, model_config: dict) -> tuple[str, list[str]]:
+    """The accelerate config with its layer classes those of the model it trains.
+
+    The compiler picks them before any model exists, from the model's name; the model's
+    own config.json says what it is (a dense model named `qwen3-...` has no MoE block).
+    Returns the text (unchanged if it already fits) and a note per class changed.
+    """
+    classes = model_layer_classes(model_config)
+    if classes is None:
+        return yaml_text, []
+    lines, notes = yaml_text.splitlines(keepends=True), []
+    for i, line in enumerate(lines):
+        for key, which in _YAML_CLASS_KEYS:
+            head = f"  {key}: "
+            if line.startswith(head):
+                planned, wanted = line[len(head):].strip(), classes[which]
+                if planned != wanted:
+                    lines[i] = f"{head}{wanted}\n"
+                    notes.append(f"`{key}` is {wanted} for this model (model_type "
+                                 f"`{model_config.get('model_type')}`), not the plan's {planned}")
+    return "".join(lines), notes
+
+
+def _fitted_config_env(ctx, plan_yaml: Path, step_config: Path) -> dict[str, str]:
+    """`CRAFT_ACCELERATE_CONFIG` for launch.sh, where the plan's classes do not fit the model."""
+    import json
+
+    try:
+        config = json.loads(step_config.read_text(encoding="utf-8"))
+        model_dir = step_config.resolve().parent / config["model_dir"]
+        model_config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    text, notes = fit_layer_classes(plan_yaml.read_text(encoding="utf-8"), model_config)
+    if not notes:
+        return {}
+    fitted = step_config.with_name(step_config.stem + ".accelerate.yaml")
+    fitted.write_text(text, encoding="utf-8")
+    for note in notes:
+        ctx.console.print(f"note: {note}; launching with {fitted}")
+    return {"CRAFT_ACCELERATE_CONFIG": str(fitted.resolve())}
 
 
 def _final_command(ctx, step: str, script: Path, step_config: Path) -> list[str]:
@@ -97,13 +177,14 @@ def launch_stages_concurrently(ctx, step: str, stage_name: str, step_configs: di
         Each config's command as it reads once the step dir is in place, by name.
     """
     script = ctx.artifact(f"stages/{stage_name}/launch.sh")
-    ctx.artifact(f"stages/{stage_name}/accelerate.yaml")
+    plan_yaml = ctx.artifact(f"stages/{stage_name}/accelerate.yaml")
     if ctx.launch:
         threads = concurrent_threads(len(step_configs) * processes)
         ctx.console.print(f"{' and '.join(step_configs)} train at the same time, {threads} CPU thread(s) per "
                           "process; each output line starts with its name")
         commands = {name: stage_command(script, config) for name, config in step_configs.items()}
-        env = {**launch_env(), "OMP_NUM_THREADS": str(threads)}
+        env = {**launch_env(), "OMP_NUM_THREADS": str(threads),
+               **_fitted_config_env(ctx, plan_yaml, next(iter(step_configs.values())))}
         takers = tuple(name for name in takers if name in commands)
         if not takers or pinned_threads() is not None or not thread_count_free_floats():
             run_launches(commands, env=env)      # the user's count, or one that must not change

@@ -24,6 +24,7 @@ from runtime.train.grpo.rewards import make_reward_funcs
 from runtime.train.grpo.rollout import make_rollout_func
 from runtime.train.grpo.rows import build_rows, completion_room, load_training_tasks, outcome_sources
 from runtime.train.loss_head import score_trained_positions_in
+from runtime.train.precision import load_for_training
 
 __all__ = ["grpo_config", "is_main_process", "train_grpo"]
 
@@ -32,8 +33,10 @@ def grpo_config(job: GRPOJob):
     """``GRPOConfig(**trl_config)``: the plan's TRL settings as compiled, plus the output dir."""
     from trl import GRPOConfig
 
+    from runtime.train.version_fit import fitted_config
+
     try:
-        return GRPOConfig(output_dir=str(Path(job.out_dir) / "checkpoints"), **job.trl)
+        return fitted_config(GRPOConfig, job.trl, output_dir=str(Path(job.out_dir) / "checkpoints"))
     except TypeError as exc:
         raise GRPOSetupError(f"the plan's trl_config.json does not fit this TRL version: {exc}; "
                              "recompile the recipe with the craft installed here") from None
@@ -67,7 +70,7 @@ def train_grpo(job: GRPOJob) -> dict:
     """
     import torch
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
     from trl import GRPOTrainer
 
     from runtime.sandbox import SandboxLimits, SandboxPool
@@ -93,7 +96,8 @@ def train_grpo(job: GRPOJob) -> dict:
     room = completion_room(job, tokenizer, tasks)
     if "warning" in room and is_main_process():
         print(f"warning: {room['warning']}", file=sys.stderr)
-    model = AutoModelForCausalLM.from_pretrained(job.model_dir, dtype=torch.bfloat16 if args.bf16 else torch.float32)
+    # float32 master weights (bf16 is autocast), on the GPU before the measurement (runtime.train.precision).
+    model = load_for_training(job.model_dir, args)
     started = time.time()
     warmup = warmup_jobs(tasks)
     group = job.stage["group"]

@@ -6,7 +6,9 @@
 set -euo pipefail
 PLAN_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CONFIG="${1:?usage: launch.sh STEP_CONFIG.json}"
-CMD=(accelerate launch --config_file "$PLAN_DIR/stages/sft/accelerate.yaml"
+# CRAFT_ACCELERATE_CONFIG: the plan's config with the layer classes of the model it trains,
+# which `craftc run` writes into the run dir where they differ (a note says so).
+CMD=(accelerate launch --config_file "${CRAFT_ACCELERATE_CONFIG:-$PLAN_DIR/stages/sft/accelerate.yaml}"
   -m runtime.train.sft --plan-dir "$PLAN_DIR" --stage sft --config "$CONFIG")
 echo "+ ${CMD[*]}" >&2
 exec "${CMD[@]}"
