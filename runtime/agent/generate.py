@@ -14,7 +14,8 @@ from runtime.agent.shared_prefix import (
     MIN_SHARED_PREFIX, batch_cache, cache_keyword, middle_padded, prefix_cache, shared_prefix_length,
 )
 
-__all__ = ["Generation", "HFGenerator", "TrainerVLLMGenerator", "VLLMGenerator", "render_prompt_ids"]
+__all__ = ["Generation", "HFGenerator", "TrainerVLLMGenerator", "VLLMGenerator", "max_across_ranks",
+           "release_vllm_engine", "render_prompt_ids", "vllm_engine"]
 
 
 @dataclass
@@ -152,6 +153,16 @@ class HFGenerator:
         return cache
 
 
+def max_across_ranks(trainer):
+    """``n -> max of n over the training processes``, or None with one process."""
+    accelerator = getattr(trainer, "accelerator", None)
+    if accelerator is None or getattr(accelerator, "num_processes", 1) <= 1:
+        return None
+    from accelerate.utils import gather_object
+
+    return lambda n: max(gather_object([n]))
+
+
 class TrainerVLLMGenerator:
     """GRPO rollouts through the trainer's own vLLM engine (TRL's ``vllm_generation``).
 
@@ -161,17 +172,41 @@ class TrainerVLLMGenerator:
     with the policy. The agent loop is the same as with ``HFGenerator``: only this call
     differs. Sampling settings (temperature, ``max_completion_length`` = the stage's
     ``max_new_tokens``) are the trainer's. Not run on a GPU yet (docs/training.md).
+
+    With several processes the calls go in lockstep. In server mode TRL gathers every
+    process's prompts at each call (and in colocate mode with ``vllm_tensor_parallel_size``
+    above 1, those of its group), then hands each process the slice at ``rank x its own
+    count``: a process that makes fewer calls, or a call with fewer prompts, hangs the
+    others or gets another's completions. So each call first agrees on the largest count
+    (``max_across``), pads to it with a one-token prompt whose completions are dropped, and
+    a process whose episodes have ended keeps answering the others' calls (``finish``)
+    until every process is done.
     """
 
-    def __init__(self, trainer, tokenizer):
+    def __init__(self, trainer, tokenizer, max_across=None):
         self.trainer, self.tokenizer = trainer, tokenizer
+        self.max_across = max_across if max_across is not None else max_across_ranks(trainer)
+        self.padded_calls = 0          # calls this process made only to keep in step
+
+    def _filler(self) -> list[int]:
+        token = self.tokenizer.eos_token_id
+        return [token if token is not None else 0]
+
+    def _generate(self, prompts: list[list[int]]):
+        _, completions, logprobs, _ = self.trainer.vllm_generation.generate(
+            prompts=prompts, images=None, num_generations=1)
+        return completions, logprobs
 
     def __call__(self, conversations: list[list[dict]]) -> list[Generation]:
         prompts = [render_prompt_ids(self.tokenizer, messages) for messages in conversations]
-        if not prompts:
+        if self.max_across is not None:
+            wanted = self.max_across(len(prompts))
+            prompts_sent = prompts + [self._filler()] * (wanted - len(prompts))
+        else:
+            prompts_sent = prompts
+        if not prompts_sent:
             return []
-        _, completions, logprobs, _ = self.trainer.vllm_generation.generate(
-            prompts=prompts, images=None, num_generations=1)
+        completions, logprobs = self._generate(prompts_sent)
         out = []
         for ids, completion, logps in zip(prompts, completions, logprobs):
             completion = list(completion)
@@ -181,6 +216,61 @@ class TrainerVLLMGenerator:
             out.append(Generation(text, len(ids), list(ids), completion, sampled))
         return out
 
+    def finish(self) -> None:
+        """Take part in the other processes' calls until every process has finished its episodes."""
+        if self.max_across is None:
+            return
+        while (wanted := self.max_across(0)) > 0:
+            self._generate([self._filler()] * wanted)
+            self.padded_calls += 1
+
+
+# The process's one offline vLLM engine (model dir, engine): an engine takes a share of
+# the GPU's memory (`gpu_memory_utilization`, 0.92 by default) until it is released, so a
+# second one beside it fails. Eval decodes its arms one after another in one process.
+_ENGINE: list = []
+
+
+def release_vllm_engine() -> None:
+    """Free the process's offline vLLM engine, if any (its GPU memory included)."""
+    import gc
+
+    if not _ENGINE:
+        return
+    while _ENGINE:
+        _, llm = _ENGINE.pop()
+        engine = getattr(llm, "llm_engine", None)
+        shutdown = getattr(getattr(engine, "engine_core", None), "shutdown", None)
+        if callable(shutdown):
+            shutdown()
+        del llm, engine
+    gc.collect()
+    try:
+        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+    except ImportError:
+        cleanup_dist_env_and_memory = None
+    if cleanup_dist_env_and_memory is not None:
+        cleanup_dist_env_and_memory()
+    try:
+        import torch
+    except ImportError:
+        return
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def vllm_engine(model_dir):
+    """The process's offline vLLM engine for ``model_dir``: kept while the model is the same,
+    the previous one released before a new model's is built."""
+    if _ENGINE and _ENGINE[0][0] == str(model_dir):
+        return _ENGINE[0][1]
+    release_vllm_engine()
+    from vllm import LLM
+
+    llm = LLM(model=str(model_dir))
+    _ENGINE.append((str(model_dir), llm))
+    return llm
+
 
 class VLLMGenerator:
     """Batched generation with an offline vLLM engine (``vllm.LLM``), greedy unless sampling.
@@ -189,14 +279,14 @@ class VLLMGenerator:
     loop as ``HFGenerator``, only this call differs. vLLM is an optional extra (it pins its
     own torch and transformers) and needs a GPU; not run here yet (docs/training.md).
     ``copy_bias`` is passed as each request's ``logit_bias`` (vLLM's own processor).
+    One engine per process (``vllm_engine``): a generator for another arm's model frees
+    the previous arm's engine first.
     """
 
     def __init__(self, model_dir, tokenizer, max_new_tokens: int = 256, do_sample: bool = False,
                  temperature: float = 1.0, copy_bias: float = 0.0):
-        from vllm import LLM
-
         self.tokenizer = tokenizer
-        self.llm = LLM(model=str(model_dir))
+        self.llm = vllm_engine(model_dir)
         self.copy_bias = copy_bias
         self.sampling = {"max_tokens": max_new_tokens, "temperature": temperature if do_sample else 0.0,
                          "logprobs": 0}

@@ -17,7 +17,11 @@ from __future__ import annotations
 from runtime.train.grpo.job import GRPOJob, GRPOSetupError
 from runtime.train.grpo.rows import RolloutTask, prompt_key
 
-__all__ = ["completion_tokens", "play", "make_rollout_func"]
+__all__ = ["UNKNOWN_LOGPROB", "completion_tokens", "play", "make_rollout_func"]
+
+# What TRL's GRPOTrainer takes for a log-prob the sampler did not report (it maps vLLM's
+# `None` to it too, and zeroes the importance-sampling difference there).
+UNKNOWN_LOGPROB = float("nan")
 
 
 def completion_tokens(tokenizer, transcript: list[dict], n_prompt: int, generations: list) -> dict:
@@ -30,7 +34,9 @@ def completion_tokens(tokenizer, transcript: list[dict], n_prompt: int, generati
     off at ``max_new_tokens`` never wrote the end-of-turn token the template closes it
     with, so that token is masked too. Log-probs are the sampled ones where the rendered
     turn is the sampled ids (a byte-level tokenizer can re-tokenize decoded text
-    differently), else 0.
+    differently), else NaN: TRL's name for "unknown". With vLLM rollouts TRL corrects
+    for the sampler's drift by the ratio of its own log-probs to these; it reads NaN as
+    "no correction" (ratio 1), but 0.0 as a token sampled with certainty.
     """
     prompt_ids = generations[0].prompt_ids
     last = max(i for i, m in enumerate(transcript) if m["role"] == "assistant")
@@ -51,7 +57,7 @@ def completion_tokens(tokenizer, transcript: list[dict], n_prompt: int, generati
     if len(runs) != len(generations):
         raise GRPOSetupError(f"the chat template marks {len(runs)} assistant spans for {len(generations)} "
                              "generations; it needs {% generation %} around each assistant turn")
-    mask, logps = [int(flag) for flag in trained], [0.0] * len(ids)
+    mask, logps = [int(flag) for flag in trained], [UNKNOWN_LOGPROB] * len(ids)
     eos_id = tokenizer.eos_token_id
     for (first, stop), gen in zip(runs, generations):
         sampled = gen.completion_ids
@@ -101,6 +107,9 @@ def make_rollout_func(job: GRPOJob, tokenizer, sandbox, plays: dict[str, Rollout
         keys = [by_prompt[prompt_key(p)] for p in prompts]
         episodes, transcripts, generations = play(job, generate, sandbox, [plays[k] for k in keys], prompts,
                                                   overlap=True)
+        # With several processes vLLM calls go in lockstep: keep answering the others' calls
+        # until every process's episodes have ended (TrainerVLLMGenerator).
+        getattr(generate, "finish", lambda: None)()
         out = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [], "episode": [],
                "row_key": keys}
         for prompt, episode, transcript, gens in zip(prompts, episodes, transcripts, generations):
