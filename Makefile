@@ -12,7 +12,7 @@ PROFILE ?= default
 STAMP  := $(VENV)/.installed
 NODE_TOOLS := editors/node_modules/.package-lock.json
 
-.PHONY: setup setup-pretrained run smoke test test-verl docs-results clean
+.PHONY: setup setup-pretrained run smoke test test-verl gpu-rehearsal docs-results clean
 
 setup: $(STAMP) $(NODE_TOOLS)
 
@@ -73,6 +73,12 @@ test-verl: $(VERL_STAMP)
 # a test fails when they differ.
 docs-results: $(STAMP)
 	$(BIN)/python -m runtime.results_tables
+
+# The GPU check's pipeline on the CPU with the lent GPU machine's transformers 5.17.0,
+# accelerate 1.15.0 and tokenizers 0.23.2, installed offline from downloaded wheels
+# (.venv-gpu-rehearsal, .gpu-wheels/; docs/training.md, "The lent GPU machine"). Not part of CI.
+gpu-rehearsal:
+	bash benchmarks/gpu_rehearsal.sh
 
 clean:
 	rm -rf build runs

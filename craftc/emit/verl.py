@@ -122,6 +122,9 @@ def verl_overrides(recipe: Recipe, stage: GRPOStage) -> list[str]:
         f"{rollout}.agent.default_agent_loop={AGENT_LOOP}",
         *_reward(recipe, stage),
         *_checkpointing(stage),
+        # verl loads the actor with flash-attention 2 unless told otherwise, and flash-attn is
+        # no part of torch (the lent GPU machine's image has none); SDPA is in every torch.
+        "+actor_rollout_ref.model.override_config.attn_implementation=sdpa",
         "trainer.critic_warmup=0",
         "trainer.logger=[console]",
         "trainer.val_before_train=false",
