@@ -1,4 +1,4 @@
-"""Instances: deterministic params, rotating phrasings, and clean train/eval splits.
+"""Instances: deterministic params, rotating phrasings, and train/dev/test splits disjoint turn by turn.
 
 These tests use a hand-built two-entity recipe over an in-memory DuckDB so they pin the
 instance rules independently of the ads recipe (test_ads_workflows.py covers that).
@@ -14,7 +14,8 @@ from craftc.ir import (
     Turn, Workflow,
 )
 from runtime.workflows import (
-    SPLITS, Instance, InstanceError, draw_instances, make_instances, render_ask, sample_params, split_instances,
+    SPLITS, Instance, InstanceError, draw_instances, first_turn_reads, held_out_kind, make_instances, render_ask,
+    sample_params, split_instances,
 )
 
 SOLUTION = '"""Top ${n} campaigns of ${advertiser} over ${days} days."""\nresult = api.query("SELECT 1").head(${n})\n'
@@ -150,26 +151,51 @@ def test_phrasings_rotate_and_each_instance_is_held_out_as_a_whole(con, recipe, 
         assert held[1] is False and held[0] == held[2]
 
 
+def _groups(instances, reads):
+    from runtime.workflows.instances import _group_key
+
+    return {(i.workflow, _group_key(i.params, reads[i.workflow])) for i in instances}
+
+
 def test_split_keys_and_workflow_holdout(con, recipe, tmp_path):
     instances = make_instances(recipe, con, 7, 12, tmp_path)
     spec = EvalSpec(holdout=0.25, holdout_phrasings=1, holdout_workflows=("drill",))
     splits = split_instances(instances, spec)
-    assert tuple(splits) == SPLITS
-    assert {i.workflow for i in splits["eval_workflows"]} == {"drill"}
-    assert len(splits["eval_workflows"]) == 12
-    assert sum(len(v) for v in splits.values()) == len(instances)
+    assert tuple(splits) == SPLITS == ("train", "dev", "test")
+    held = splits["dev"] + splits["test"]
+    assert {i.workflow for i in held if i.workflow == "drill"} == {"drill"}
+    assert not [i for i in splits["train"] if i.workflow == "drill"]
+    # a never-trained workflow's 12 instances go to test and dev in turn
+    assert sorted(sum(i.workflow == "drill" for i in splits[s]) for s in ("dev", "test")) == [6, 6]
 
 
-def test_split_holds_out_phrasings_and_unseen_params(con, recipe, tmp_path):
+def test_held_out_turns_share_no_values_with_training_turns(con, recipe, tmp_path):
     instances = make_instances(recipe, con, 7, 12, tmp_path)
-    splits = split_instances(instances, recipe.eval)
-    for instance in splits["train"] + splits["eval_params"]:
+    reads = first_turn_reads(recipe, tmp_path)
+    assert reads == {"top": ("advertiser", "days", "n"), "drill": ("advertiser", "days", "n")}
+    splits = split_instances(instances, recipe.eval, 7, reads)
+    for instance in splits["train"]:
         assert all(t.phrasing_index < t.phrasings - min(1, t.phrasings - 1) for t in instance.turns)
-    assert {i.turns[0].phrasing_index for i in splits["eval_phrasings"] if i.workflow == "top"} == {2}
-    train_params = {i.params_key() for i in splits["train"]}
-    assert splits["eval_params"] and not train_params & {i.params_key() for i in splits["eval_params"]}
-    # a quarter of the 8 trainable-phrasing instances of each workflow
-    assert sum(i.workflow == "top" for i in splits["eval_params"]) == 2
+    train = _groups(splits["train"], reads)
+    dev, test = _groups(splits["dev"], reads), _groups(splits["test"], reads)
+    assert dev and test and not train & dev and not train & test and not dev & test
+    # a held-out phrasing is kept only with values no training turn has
+    phrasings = [i for i in splits["dev"] + splits["test"] if held_out_kind(i, recipe.eval) == "new_phrasing"]
+    assert phrasings and not _groups(phrasings, reads) & train
+    left_out = len(instances) - sum(len(part) for part in splits.values())
+    assert left_out > 0        # held-out phrasings asked with trained values
+
+
+def test_reserved_value_groups_are_a_share_and_move_with_the_seed(con, recipe, tmp_path):
+    instances = make_instances(recipe, con, 7, 12, tmp_path)
+    reads = first_turn_reads(recipe, tmp_path)
+    one = split_instances(instances, recipe.eval, 7, reads)
+    other = split_instances(instances, recipe.eval, 8, reads)
+    assert one != other
+    top = _groups([i for i in instances if i.workflow == "top"], reads)     # `share` is read by no turn
+    reserved = _groups([i for i in one["dev"] + one["test"] if i.workflow == "top"], reads)
+    # holdout 25% of the workflow's distinct groups, at least one, never all
+    assert len(reserved) == max(1, round(0.25 * len(top)))
 
 
 def test_split_is_deterministic_and_order_preserving(con, recipe, tmp_path):
@@ -181,11 +207,19 @@ def test_split_is_deterministic_and_order_preserving(con, recipe, tmp_path):
         assert positions == sorted(positions)
 
 
-def test_no_held_out_phrasings_means_none_in_eval_phrasings(con, recipe, tmp_path):
+def test_no_holdout_means_everything_trains(con, recipe, tmp_path):
     instances = make_instances(recipe, con, 7, 6, tmp_path)
     splits = split_instances(instances, EvalSpec(holdout=0.0, holdout_phrasings=0))
-    assert splits["eval_phrasings"] == [] and splits["eval_params"] == []
+    assert splits["dev"] == [] and splits["test"] == []
     assert len(splits["train"]) == len(instances)
+
+
+def test_instance_turns_record_what_they_read_and_what_was_asked(con, recipe, tmp_path):
+    drill = next(i for i in make_instances(recipe, con, 7, 3, tmp_path) if i.workflow == "drill")
+    assert [t.reads for t in drill.turns] == [("advertiser", "days", "n")] * 3
+    # the first question asks for advertiser and days, the second adds n, the third nothing new
+    assert [t.asked for t in drill.turns] == [("advertiser", "days"), ("advertiser", "days", "n"),
+                                              ("advertiser", "days", "n")]
 
 
 def test_a_missing_solution_file_is_a_clear_error(con, recipe, tmp_path):
@@ -212,7 +246,7 @@ def test_the_held_out_instances_are_the_same_at_every_training_volume(con, recip
     small = draw_instances(recipe, con, 7, 12, 3, tmp_path)
     large = draw_instances(recipe, con, 7, 12, 40, tmp_path)
     assert _held_out(*unset) == _held_out(*small) == _held_out(*large)
-    assert {split for _, split in _held_out(*large)} == {"eval_params", "eval_phrasings"}
+    assert {split for _, split in _held_out(*large)} == {"dev", "test"}
 
 
 def test_the_training_count_per_workflow_is_what_the_setting_says(con, recipe, tmp_path):
@@ -224,20 +258,25 @@ def test_the_training_count_per_workflow_is_what_the_setting_says(con, recipe, t
 
 def test_without_the_setting_the_instances_and_split_are_todays(con, recipe, tmp_path):
     instances, split_of = draw_instances(recipe, con, 7, 12, None, tmp_path)
-    assert instances == make_instances(recipe, con, 7, 12, tmp_path)
-    assert split_of == {i.instance_id: name for name, part in split_instances(instances, recipe.eval).items()
+    every = make_instances(recipe, con, 7, 12, tmp_path)
+    assert instances == [i for i in every if i.instance_id in split_of]
+    assert split_of == {i.instance_id: name for name, part in
+                        split_instances(every, recipe.eval, 7, first_turn_reads(recipe, tmp_path)).items()
                         for i in part}
 
 
 def test_added_training_instances_ask_trainable_phrasings_and_never_held_out_params(con, recipe, tmp_path):
     instances, split_of = draw_instances(recipe, con, 7, 12, 40, tmp_path)
+    reads = first_turn_reads(recipe, tmp_path)
     train = [i for i in instances if split_of[i.instance_id] == "train"]
-    held_params = {i.params_key() for i in instances if split_of[i.instance_id] == "eval_params"}
-    assert held_params and not {i.params_key() for i in train} & held_params
+    held = _groups([i for i in instances if split_of[i.instance_id] != "train"], reads)
+    assert held and not _groups(train, reads) & held
     for instance in train:
         assert all(t.phrasing_index < t.phrasings - min(1, t.phrasings - 1) for t in instance.turns)
-    # the 8 trainable-phrasing instances of a workflow give 6 train ones; the rest are new draws
-    assert sum(i.workflow == "top" and int(i.instance_id[-4:]) >= 12 for i in train) == 40 - 6
+    # the first 12 draws give some train instances; the rest of the 40 are new draws
+    drawn_first = sum(i.workflow == "top" and int(i.instance_id[-4:]) < 12 for i in train)
+    assert 0 < drawn_first < 12
+    assert sum(i.workflow == "top" and int(i.instance_id[-4:]) >= 12 for i in train) == 40 - drawn_first
 
 
 def test_a_smaller_volume_trains_on_part_of_a_larger_one(con, recipe, tmp_path):
@@ -256,4 +295,4 @@ def test_held_out_workflows_get_no_training_instances_at_any_volume(con, recipe,
                                                       holdout_workflows=("drill",))})
     instances, split_of = draw_instances(held, con, 7, 12, 40, tmp_path)
     assert _train_per_workflow(instances, split_of) == {"top": 40, "drill": 0}
-    assert sum(split_of[i.instance_id] == "eval_workflows" for i in instances) == 12
+    assert sum(split_of[i.instance_id] in ("dev", "test") for i in instances if i.workflow == "drill") == 12
