@@ -10,7 +10,7 @@ from runtime.eval.failures import FAILURE_CLASSES
 
 __all__ = ["build_workflow_table", "markdown_workflow_table", "markdown_failures"]
 
-SPLIT_ORDER = ("eval_params", "eval_phrasings", "eval_workflows")
+from runtime.eval.step import SPLIT_ORDER  # noqa: E402  (the held-out kinds, in report order)
 
 
 def _split_rank(split: str) -> tuple[int, str]:

@@ -13,12 +13,19 @@ from runtime.eval.metrics import instance_values, repair_counts
 from runtime.eval.stats import paired_difference, paired_ratio
 from runtime.layout import GRPO_SUMMARY
 from runtime.report.table import COST_METRICS, build_table, markdown_table
+from runtime.report.comparison import (difference_text, markdown_differences, markdown_replicates, paired_differences,
+                                       replicate_results)
 from runtime.report.training import arm_training, markdown_training, undertrained_baseline
 
 __all__ = ["build_report", "cost_ratios", "markdown_repairs", "missing_ratios", "nothing_passed", "read_episodes",
            "rich_table", "run_report"]
 
-SPLITS = ("all", "eval_params", "eval_phrasings", "eval_workflows")
+SPLITS = ("all", "new_values", "new_phrasing", "new_workflow")
+# What each held-out kind is new in, as the report's headings say it (docs/evaluation.md).
+KIND_TITLES = {"all": "All scored turns",
+               "new_values": "New values: value combinations no training turn has, asked in trained phrasings",
+               "new_phrasing": "New phrasings: a phrasing never trained, asked with values never trained",
+               "new_workflow": "New workflows: workflows never trained on"}
 
 # What each `eval { baseline_budget ... }` gives the stuffed arm, as the report says it.
 BUDGET_MEANING = {"tokens": "as many training tokens as the stripped arm, so fewer steps of its longer examples",
@@ -66,15 +73,35 @@ def cost_ratios(episodes: dict[str, list[Episode]], baseline: str = "stuffed", s
     return out
 
 
-def build_report(eval_json: dict, run_dir: Path | None = None) -> dict:
-    """The report as data: one table per split, GRPO before/after when present."""
+def replicate_episodes(run_dir: Path, arms: list[str], replicates: int) -> list[dict[str, list[Episode]]]:
+    """Every replicate's episodes (the run dir's own first); empty when one is missing."""
+    from runtime.runner import replicate_dir
+
+    found = [read_episodes(replicate_dir(Path(run_dir), r) / "eval" / "episodes", arms) for r in range(replicates)]
+    return found if all(found) else []
+
+
+def build_report(eval_json: dict, run_dir: Path | None = None, replicates: int = 1) -> dict:
+    """The report as data: the split scored, one table per held-out kind, paired
+    differences with clustered intervals, replicates and GRPO before/after when present."""
     results = eval_json["results"]
-    episodes = read_episodes(Path(run_dir) / "eval" / "episodes", eval_json.get("arms", list(results))) if run_dir else {}
+    arms = eval_json.get("arms", list(results))
+    episodes = read_episodes(Path(run_dir) / "eval" / "episodes", arms) if run_dir else {}
     ratios = cost_ratios(episodes)
     tables = {s: build_table(results, split=s, ratios=ratios.get(s)) for s in SPLITS
               if any(s in r for r in results.values())}
-    report = {"instances": eval_json.get("instances"), "arms": eval_json.get("arms", list(results)),
-              "baseline": "stuffed", "tables": tables}
+    report = {"instances": eval_json.get("instances"), "arms": arms, "baseline": "stuffed", "tables": tables}
+    if eval_json.get("split"):          # which held-out split, its size and what was not scored
+        split = dict(eval_json["split"])
+        split["excluded_turns"] = len(split.pop("excluded", []))
+        report["split"] = split
+    if episodes:                        # arm against arm over the same turns, clustered by conversation
+        report["differences"] = paired_differences(episodes, SPLITS[1:])
+        _paired_deltas(tables, report["differences"])
+    if run_dir and replicates > 1:      # craftc run --replicates N
+        found = replicate_episodes(Path(run_dir), arms, replicates)
+        if found:
+            report["replicates"] = replicate_results(found)
     if eval_json.get("limit"):          # eval { limit N }: a sample of the held-out instances
         report["limit"] = eval_json["limit"]
     if eval_json.get("earlier_turns"):  # earlier_turns compact|thinks: what follow-up calls saw, in every arm
@@ -103,14 +130,46 @@ def build_report(eval_json: dict, run_dir: Path | None = None) -> dict:
     return report
 
 
+def _paired_deltas(tables: dict, differences: dict) -> None:
+    """Each rate cell's delta against the baseline becomes the paired difference's, with its interval."""
+    for split, table in tables.items():
+        paired = {(row["a"], row["metric"]): row for row in differences.get(split, []) if row["b"] == table["baseline"]}
+        for row in table["rows"]:
+            for arm, cell in row["arms"].items():
+                match = paired.get((arm, row["metric"]))
+                if row["kind"] == "rate" and match and match["value"] is not None:
+                    cell["delta_pp"] = round(100 * match["value"], 2)
+                    cell["delta_ci_pp"] = [round(100 * x, 2) for x in match["ci"]]
+
+
+def split_line(report: dict) -> str:
+    """The report's first line: which split was scored and its size.
+
+    >>> split_line({"instances": 3, "split": {"name": "test", "instances": 3, "turns": 5, "scored_turns": 4,
+    ...             "excluded_turns": 1}})
+    '**Split: test**, 3 held-out instances, 5 user turns: 4 scored, 1 run but not scored (its reference returns no rows or fails, so any empty answer would pass)'
+    """
+    split = report.get("split")
+    if not split:
+        return f"{report['instances']} held-out instances"
+    line = (f"**Split: {split['name']}**, {split['instances']} held-out instances, {split['turns']} user turns: "
+            f"{split['scored_turns']} scored")
+    if split.get("excluded_turns"):
+        line += (f", {split['excluded_turns']} run but not scored (its reference returns no rows or fails, so any "
+                 "empty answer would pass)")
+    return line
+
+
 def render_markdown(report: dict) -> str:
-    asked = f"{report['instances']} held-out instances"
+    asked = split_line(report)
     if report.get("limit"):
         limit = report["limit"]
-        asked += f" (`eval {{ limit {limit['per_split']} }}` kept them of {limit['held_out']}, spread over each split)"
-    parts = ["# craft results\n", f"{asked}; baseline: `stuffed` "
-             "(full schema DDL in every prompt). Rates with 95% Wilson intervals and deltas in "
-             "percentage points; costs with 95% bootstrap intervals and ratios to the baseline, each ratio with a paired bootstrap interval over the instances both arms ran "
+        asked += f" (`eval {{ limit {limit['per_split']} }}` kept them of {limit['held_out']}, spread over each kind)"
+    parts = ["# craft results\n\n", f"{asked}. Baseline: `stuffed` "
+             "(full schema DDL in every prompt). Rates with 95% intervals clustered by conversation (clustered "
+             "standard errors); each delta against the baseline is the paired difference over the turns both arms "
+             "were scored on, with its own clustered interval; costs with 95% intervals and ratios to the baseline, "
+             "each ratio with a paired bootstrap interval over the instances both arms ran "
              "(where the baseline's cost is 0, the paired difference instead).\n"]
     if report.get("earlier_turns", "full") != "full":
         rule = report["earlier_turns"]
@@ -120,8 +179,18 @@ def render_markdown(report: dict) -> str:
         parts.append(f"\nEvery arm decoded greedily with `eval {{ copy_bias {report['copy_bias']:g} }}`: the logit of each "
                      "token that writes a word of the questions asked so far raised by that much (docs/evaluation.md).\n")
     parts += [f"\n**Read with care:** {warning}.\n" for warning in report.get("read_with_care", [])]
+    if report.get("replicates"):
+        rep = report["replicates"]
+        parts += [f"\n## Over {rep['replicates']} training replicates\n\nEach arm trained {rep['replicates']} times on "
+                  "the same data with another seed (`craftc run --replicates N`), scored on the same turns: the mean, "
+                  "its spread, and an interval counting both the questions drawn and the training noise.\n\n",
+                  markdown_replicates(rep)]
+    if report.get("differences", {}).get("all"):
+        parts += ["\n## Paired differences\n\nArm minus arm over the turns both were scored on, 95% intervals "
+                  "clustered by conversation; the last column is the smallest difference this split detects at 80% "
+                  "power (alpha 0.05): a smaller one can go unseen.\n\n", markdown_differences(report["differences"]["all"])]
     for split, table in report["tables"].items():
-        parts += [f"\n## {split}\n\n", markdown_table(table)]
+        parts += [f"\n## {KIND_TITLES.get(split, split)}\n\n", markdown_table(table)]
     if report.get("training"):
         budget = report["training"].get("baseline_budget")
         parts += ["\n## How each arm was trained\n\nFrom the sft and grpo steps; `sft_only` is craft's SFT model "
@@ -243,13 +312,22 @@ def run_report(ctx):
         eval_json = json.loads(eval_path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise StepError(f"cannot read {eval_path} ({exc}); rerun `craftc run PLAN --only eval`") from None
-    report = build_report(eval_json, ctx.run_dir)
+    report = build_report(eval_json, ctx.run_dir, ctx.replicates)
     out = Path(ctx.out_dir)
     plots = plot_metric_bars(report["tables"]["all"], out) + plot_training_curves(Path(ctx.run_dir), out)
     report["plots"] = plots
     (out / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     (out / "report.md").write_text(render_markdown(report))
+    ctx.console.print(split_line(report).replace("**", ""))
     ctx.console.print(rich_table(report["tables"]["all"]))
+    for row in report.get("differences", {}).get("all", []):
+        if row["metric"] == "agent_score" and row["value"] is not None:
+            power = f"{100 * row['mde']:.1f} pp" if row["mde"] is not None else "n/a (the arms never differ on a turn)"
+            ctx.console.print(f"report: agent score {row['a']} - {row['b']}: {difference_text(row)} over {row['n']} "
+                              f"turns ({row['clusters']} conversations); detectable at 80% power: {power}")
+    for row in report.get("replicates", {}).get("differences", []):
+        ctx.console.print(f"report: over {report['replicates']['replicates']} replicates, agent score {row['a']} - "
+                          f"{row['b']}: {difference_text({'value': row['mean'], 'ci': row['ci']})} (sd {100 * row['sd']:.1f} pp)")
     rows = {r["metric"]: r for r in report["tables"]["all"]["rows"]}
     metrics = {f"{m}_ratio_{arm}": rows[m]["arms"][arm].get("ratio")
                for m in COST_METRICS for arm in report["arms"] if arm != "stuffed"}

@@ -66,7 +66,10 @@ def _cell_text(cell: dict, kind: str) -> str:
     low, high = cell.get("ci", [0, 0])
     if kind == "rate":
         text = f"{100 * value:.1f}% [{100 * low:.1f}, {100 * high:.1f}]"
-        if "delta_pp" in cell:
+        if "delta_ci_pp" in cell:       # the paired difference, with its clustered interval
+            low_d, high_d = cell["delta_ci_pp"]
+            text += f" ({cell['delta_pp']:+.1f} pp [{low_d:+.1f}, {high_d:+.1f}])"
+        elif "delta_pp" in cell:
             text += f" ({cell['delta_pp']:+.1f} pp)"
     else:
         text = f"{value:.1f} [{low:.1f}, {high:.1f}]"
