@@ -65,7 +65,7 @@ def figures(run: Path, peak_log: Path | None = None, wall: float | None = None,
     config_path = next(iter(sorted(run.glob("sft/*/final/config.json"))), None)
     config = json.loads(config_path.read_text()) if config_path else {}
     active = active_parameters(config) if config else None
-    out["model"] = {key: config.get(key) for key in ("model_type", "hidden_size", "num_hidden_layers", "num_experts",
+    out["model"] = {key: config.get(key) for key in ("model_type", "hidden_size", "num_hidden_layers", "num_experts", "num_local_experts",
                                                      "num_experts_per_tok", "vocab_size") if key in config}
     out["model"]["active_parameters"] = active
     for summary_path in sorted(run.glob(f"sft/*/{SFT_SUMMARY}")):
