@@ -2,6 +2,7 @@
 
 from runtime.distill.teachers.base import (
     Candidate,
+    RequestFailed,
     Teacher,
     TeacherError,
     TeacherRequest,
@@ -11,6 +12,7 @@ from runtime.distill.teachers.factory import make_teacher
 
 __all__ = [
     "Candidate",
+    "RequestFailed",
     "Teacher",
     "TeacherError",
     "TeacherRequest",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["TeacherRequest", "Candidate", "Teacher", "TeacherError", "TeacherUnreachable"]
+__all__ = ["TeacherRequest", "Candidate", "Teacher", "TeacherError", "TeacherUnreachable", "RequestFailed"]
 
 
 class TeacherError(RuntimeError):
@@ -20,6 +20,16 @@ class TeacherError(RuntimeError):
 
 class TeacherUnreachable(TeacherError):
     """A teacher endpoint that does not answer; the message names the URL and the fix."""
+
+
+class RequestFailed(TeacherUnreachable):
+    """One request that failed after every retry, or that the endpoint refused for itself
+    (HTTP 400: e.g. a prompt longer than the model's context). The distill step records
+    and counts it and goes on (``teacher { max_failed SHARE }``); ``attempts`` were sent."""
+
+    def __init__(self, message: str, attempts: int, reason: str):
+        super().__init__(message)
+        self.attempts, self.reason = attempts, reason
 
 
 @dataclass(frozen=True)

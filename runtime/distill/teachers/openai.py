@@ -1,10 +1,18 @@
 """A teacher behind any OpenAI-compatible `/v1/chat/completions` endpoint.
 
-A vLLM server, `transformers serve`, or a hosted provider. Requests run
-concurrently (``concurrency``), each with a timeout (``timeout_s``), and are retried
-with exponential backoff on 429, 5xx and connection errors (``max_retries``).
-Before any work, ``GET /v1/models`` with a short connect timeout checks that the
-endpoint answers, so a wrong URL fails in seconds with a message naming the URL.
+A vLLM server, `transformers serve`, or a hosted provider, asked through one pooled
+`httpx.Client` (keep-alive connections, at most ``concurrency`` of them). The teacher
+block's settings map onto it: ``timeout`` is the per-request read/write timeout (the
+connect timeout is the shorter of it and 10 s), ``concurrency`` the requests in flight
+and the pool's size, ``max_retries`` the retries of one request, with exponential
+backoff (and the server's ``Retry-After``, up to 30 s) on 429, 5xx, timeouts and
+connection errors. Before any work, ``GET /v1/models`` with a short timeout checks that
+the endpoint answers, so a wrong URL fails in seconds with a message naming the URL.
+
+A request that still fails after its retries raises `RequestFailed`, as does one the
+server refuses for itself (HTTP 400, 413, 422: e.g. a prompt over the model's context);
+the distill step records and counts it and goes on (``teacher { max_failed SHARE }``).
+A refusal that every request would get (401, 403, 404: the key, the model) stops at once.
 
 The base URL is ``base_url`` or the environment variable named by ``base_url_env``;
 the API key (optional for local servers) comes from the variable named by
@@ -15,20 +23,31 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from craftc.ir import Teacher as TeacherSpec
-from runtime.distill.teachers.base import Candidate, TeacherError, TeacherRequest, TeacherUnreachable
+import httpx
 
-__all__ = ["OpenAITeacher", "resolve_base_url"]
+from craftc.ir import Teacher as TeacherSpec
+from runtime.distill.teachers.base import Candidate, RequestFailed, TeacherError, TeacherRequest, TeacherUnreachable
+
+__all__ = ["OpenAITeacher", "resolve_base_url", "candidate_seed"]
 
 PROBE_TIMEOUT_S = 3.0
+CONNECT_TIMEOUT_S = 10.0
+MAX_RETRY_AFTER_S = 30.0
 _RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+# Refusals of one request for what it holds; other requests may still be answered.
+_REQUEST_STATUS = {400, 413, 422}
+
+
+def candidate_seed(request: TeacherRequest, index: int) -> int:
+    """The ``seed`` sent for candidate ``index`` of ``request`` (one request per candidate)."""
+    return request.seed * 1000 + index
 
 
 def resolve_base_url(spec: TeacherSpec, env: Mapping[str, str]) -> str:
@@ -50,6 +69,7 @@ class OpenAITeacher:
     """Candidates from an OpenAI-compatible chat endpoint."""
 
     name = "openai teacher"
+    kind = "openai"
 
     def __init__(self, spec: TeacherSpec, env: Mapping[str, str] | None = None):
         env = os.environ if env is None else env
@@ -62,75 +82,108 @@ class OpenAITeacher:
             raise TeacherError(f"openai teacher: environment variable `{spec.api_key_env}` is not set; "
                                f"export {spec.api_key_env}=<your API key>")
         self._probed = False
+        self._client: httpx.Client | None = None
+        self._lock = threading.Lock()
 
     # ----------------------------------------------------------- http
 
-    def _request(self, method: str, path: str, body: dict | None, timeout: float) -> dict:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.base_url + path, data=data, headers=headers, method=method)
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - user-configured URL
-            return json.loads(response.read().decode("utf-8"))
+    @property
+    def client(self) -> httpx.Client:
+        """The pooled client, made on first use (``timeout``, ``concurrency`` from the teacher block)."""
+        with self._lock:
+            if self._client is None:
+                headers = {"Accept": "application/json"}
+                if self.api_key:
+                    headers["Authorization"] = f"Bearer {self.api_key}"
+                size = max(1, self.spec.concurrency)
+                self._client = httpx.Client(
+                    base_url=self.base_url, headers=headers,
+                    timeout=httpx.Timeout(self.spec.timeout_s, connect=min(CONNECT_TIMEOUT_S, self.spec.timeout_s)),
+                    limits=httpx.Limits(max_connections=size, max_keepalive_connections=size))
+            return self._client
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
 
     def check_reachable(self) -> None:
         """``GET /v1/models`` with a short timeout; raises `TeacherUnreachable` on failure."""
         url = f"{self.base_url}/v1/models"
         try:
-            self._request("GET", "/v1/models", None, PROBE_TIMEOUT_S)
-        except urllib.error.HTTPError as err:
-            if err.code in (401, 403):
-                raise TeacherError(f"openai teacher: {url} refused the API key (HTTP {err.code}); "
-                                   f"check the key in `{self.spec.api_key_env}`") from None
-            if err.code >= 500:
-                raise TeacherUnreachable(f"openai teacher: {url} answered HTTP {err.code}; "
-                                         "check that the server is healthy") from None
-        except (urllib.error.URLError, OSError, ValueError) as err:
-            reason = getattr(err, "reason", err)
+            response = self.client.get("/v1/models", timeout=PROBE_TIMEOUT_S)
+        except (httpx.HTTPError, OSError, ValueError) as err:
             raise TeacherUnreachable(
-                f"openai teacher: cannot reach {url} ({reason}); start the server "
+                f"openai teacher: cannot reach {url} ({_reason(err)}); start the server "
                 "(e.g. `vllm serve MODEL` or `transformers serve MODEL`) or fix `base_url` in the teacher block"
             ) from None
+        if response.status_code in (401, 403):
+            raise TeacherError(f"openai teacher: {url} refused the API key (HTTP {response.status_code}); "
+                               f"check the key in `{self.spec.api_key_env}`")
+        if response.status_code >= 500:
+            raise TeacherUnreachable(f"openai teacher: {url} answered HTTP {response.status_code}; "
+                                     "check that the server is healthy")
         self._probed = True
 
     def complete(self, system: str, messages: tuple[dict[str, str], ...], seed: int) -> dict[str, Any]:
         """One chat completion with retries; returns ``{"text", "finish_reason", "attempts", "usage"}``.
 
         ``usage`` is the server's token count (``prompt_tokens``, ``completion_tokens``),
-        zeros when the server reports none.
+        zeros when the server reports none. Raises `RequestFailed` when the request still
+        fails after ``max_retries`` retries or the server refuses it for what it holds.
         """
+        url = f"{self.base_url}/v1/chat/completions"
         body = {"model": self.spec.model, "seed": seed, "temperature": self.spec.temperature,
                 "max_tokens": self.spec.max_new_tokens, "stream": False,
                 "messages": [{"role": "system", "content": system}, *messages]}
-        last_error = ""
-        for attempt in range(self.spec.max_retries + 1):
+        last_error, wait = "", 0.0
+        attempts = self.spec.max_retries + 1
+        for attempt in range(attempts):
             if attempt:
-                time.sleep(min(8.0, 0.25 * 2 ** (attempt - 1)))
+                backoff = min(8.0, 0.25 * 2 ** (attempt - 1))
+                time.sleep(max(wait, backoff * random.uniform(0.8, 1.2)))
+            wait = 0.0
             try:
-                reply = self._request("POST", "/v1/chat/completions", body, self.spec.timeout_s)
-            except urllib.error.HTTPError as err:
-                detail = err.read().decode("utf-8", "replace")[:300]
-                if err.code not in _RETRY_STATUS:
-                    raise TeacherError(f"openai teacher: {self.base_url}/v1/chat/completions answered "
-                                       f"HTTP {err.code}: {detail}; check `model` and the request settings") from None
-                last_error = f"HTTP {err.code}: {detail}"
+                response = self.client.post("/v1/chat/completions", json=body)
+            except (httpx.HTTPError, OSError) as err:
+                last_error = _reason(err)
                 continue
-            except (urllib.error.URLError, OSError, TimeoutError) as err:
-                last_error = str(getattr(err, "reason", err))
-                continue
+            status = response.status_code
+            if status != 200:
+                detail = response.text[:300]
+                if status in _RETRY_STATUS:
+                    last_error, wait = f"HTTP {status}: {detail}", _retry_after(response)
+                    continue
+                if status in _REQUEST_STATUS:
+                    raise RequestFailed(f"openai teacher: {url} refused the request (HTTP {status}: {detail})",
+                                        attempt + 1, f"HTTP {status}: {detail}")
+                raise TeacherError(f"openai teacher: {url} answered HTTP {status}: {detail}; "
+                                   "check `model` and the request settings")
             try:
+                reply = response.json()
                 choice = reply["choices"][0]
                 text = choice["message"]["content"] or ""
-            except (KeyError, IndexError, TypeError):
+            except (ValueError, KeyError, IndexError, TypeError):
                 raise TeacherError(f"openai teacher: unexpected reply from {self.base_url}: "
-                                   f"{json.dumps(reply)[:300]}") from None
+                                   f"{response.text[:300]}") from None
             usage = reply.get("usage") or {}
             return {"text": text, "finish_reason": choice.get("finish_reason"), "attempts": attempt + 1,
                     "usage": {k: int(usage.get(k) or 0) for k in ("prompt_tokens", "completion_tokens")}}
-        raise TeacherUnreachable(f"openai teacher: {self.base_url}/v1/chat/completions failed after "
-                                 f"{self.spec.max_retries + 1} attempts ({last_error}); check the server "
-                                 "or raise `timeout_s` / `max_retries` in the teacher block")
+        raise RequestFailed(f"openai teacher: {url} failed after {attempts} attempts ({last_error}); check the "
+                            "server or raise `timeout` / `max_retries` in the teacher block", attempts, last_error)
+
+    def answer(self, request: TeacherRequest, index: int) -> tuple[Candidate, dict[str, Any]]:
+        """Candidate ``index`` of ``request`` and the reply's ``attempts`` and ``usage``.
+
+        The candidate's metadata holds what the reply says (its text's finish reason, its
+        tokens), never how many tries it took: an answer read back from the teacher cache
+        is the same record as the one received.
+        """
+        reply = self.complete(request.system, request.messages, candidate_seed(request, index))
+        metadata = {"teacher": "openai", "model": self.spec.model, "finish_reason": reply["finish_reason"],
+                    "usage": reply["usage"]}
+        return Candidate(reply["text"], 0, index, metadata), {"attempts": reply["attempts"], "usage": reply["usage"]}
 
     def generate(self, requests: list[TeacherRequest]) -> list[Candidate]:
         if not self._probed:
@@ -139,10 +192,21 @@ class OpenAITeacher:
 
         def run(job: tuple[int, int, TeacherRequest]) -> Candidate:
             r, i, request = job
-            reply = self.complete(request.system, request.messages, request.seed * 1000 + i)
-            return Candidate(reply["text"], r, i, {"teacher": "openai", "model": self.spec.model,
-                                                   "finish_reason": reply["finish_reason"],
-                                                   "attempts": reply["attempts"]})
+            candidate, _ = self.answer(request, i)
+            return Candidate(candidate.text, r, i, candidate.metadata)
 
         with ThreadPoolExecutor(max_workers=max(1, self.spec.concurrency)) as pool:
             return list(pool.map(run, jobs))
+
+
+def _reason(err: BaseException) -> str:
+    text = str(err) or type(err).__name__
+    return f"{type(err).__name__}: {text}" if isinstance(err, httpx.TimeoutException) else text
+
+
+def _retry_after(response: httpx.Response) -> float:
+    """The server's ``Retry-After`` in seconds (a number of seconds only), capped."""
+    try:
+        return min(MAX_RETRY_AFTER_S, max(0.0, float(response.headers.get("retry-after", "0"))))
+    except ValueError:
+        return 0.0
