@@ -93,7 +93,7 @@ class AgentTask:
 def load_tasks(path: str | Path) -> list[AgentTask]:
     """Read instances from a JSON list, a ``{"instances": [...]}`` object or a split map.
 
-    A split map (``{"eval_params": [...], "eval_workflows": [...]}``) sets each
+    A split map (``{"new_values": [...], "new_workflow": [...]}``) sets each
     instance's ``split`` from its key when the instance does not carry one.
     """
     path = Path(path)

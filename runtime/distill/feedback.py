@@ -12,7 +12,10 @@ The repaired candidate carries ``metadata.repairs`` (rounds used) and
 ``metadata.repaired_from`` (the noise kind of the first attempt, synthetic teacher).
 With ``failed_attempts masked`` it also carries ``attempts``: each failed turn and
 the tool output it got, which the dataset step keeps as earlier turns masked from
-the loss; with ``drop`` they are not kept.
+the loss; with ``drop`` they are not kept. A model teacher's candidate's
+``metadata.usage`` sums the tokens of its first attempt and of every repair. A repair
+request that fails after every retry (``teacher.generate`` gives None for it) leaves
+the candidate as it was.
 
 The synthetic teacher's repair is synthetic: asked to repair, it writes the
 instance's reference turn (what a teacher that reads the error and fixes the code
@@ -31,6 +34,14 @@ from runtime.distill.gates import execution_rejection
 from runtime.distill.teachers.base import TeacherRequest
 
 __all__ = ["repair_candidates", "error_output"]
+
+
+def _add_usage(total: dict | None, usage: dict | None) -> dict | None:
+    if usage is None:
+        return total
+    if total is None:
+        return dict(usage)
+    return {k: total.get(k, 0) + usage.get(k, 0) for k in ("prompt_tokens", "completion_tokens")}
 
 
 def error_output(result) -> str:
@@ -56,8 +67,8 @@ def repair_candidates(teacher, requests: list[TeacherRequest], candidates: list[
 
     rounds = recipe.teacher.feedback
     reject = recipe.gates.execution.reject
-    state = [{"candidate": c, "request": r, "attempts": [], "repairs": 0, "first": dict(c.metadata)}
-             for r, c in candidates]
+    state = [{"candidate": c, "request": r, "attempts": [], "repairs": 0, "first": dict(c.metadata),
+              "usage": c.metadata.get("usage")} for r, c in candidates]
     for round_ in range(rounds):
         parsed = [parse_turn(s["candidate"].text, recipe.format) for s in state]
         runnable = [i for i, p in enumerate(parsed) if p.code and p.code.strip()]
@@ -78,7 +89,11 @@ def repair_candidates(teacher, requests: list[TeacherRequest], candidates: list[
                                                   {**base.context, "repair": True}))
         for (i, _), new in zip(failing, teacher.generate(repair_requests)):
             s = state[i]
+            if new is None:     # the repair request failed after every retry: the last attempt stands
+                s["attempts"].pop()
+                continue
             s["repairs"] += 1
+            s["usage"] = _add_usage(s["usage"], new.metadata.get("usage"))
             s["candidate"] = replace(new, request_index=s["request"], candidate_index=s["candidate"].candidate_index)
     out = []
     for s in state:
@@ -86,6 +101,8 @@ def repair_candidates(teacher, requests: list[TeacherRequest], candidates: list[
         if s["repairs"]:
             metadata = {**candidate.metadata, "repairs": s["repairs"],
                         "repaired_from": s["first"].get("noise_kind")}
+            if s["usage"] is not None:      # a model teacher's tokens: the first attempt's and every repair's
+                metadata["usage"] = s["usage"]
             candidate = replace(candidate, metadata=metadata)
             if keep_attempts:
                 extra["attempts"] = s["attempts"]

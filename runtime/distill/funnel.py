@@ -4,7 +4,9 @@ Written as ``funnel.json`` (the data), ``funnel.md`` (for people and pull
 requests) and printed as a rich table. For the synthetic teacher it adds a
 confusion table, noise kind x gate: ``first`` is the gate that stopped the
 candidate, ``would`` counts every gate that would have rejected it, and
-``intended`` is the gate the kind is built for (see `noise.INTENDED_GATE`).
+``intended`` is the gate the kind is built for (see `noise.INTENDED_GATE`). For a
+model teacher it adds the tokens its candidates cost (``teacher``: prompt and completion
+tokens per workflow, and per accepted candidate).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from runtime.distill.judge_stats import judge_stats
 from runtime.distill.noise import INTENDED_GATE
 from runtime.distill.oracle import oracle_table
 
-__all__ = ["build_funnel", "funnel_markdown", "print_funnel"]
+__all__ = ["build_funnel", "funnel_markdown", "print_funnel", "teacher_tokens"]
 
 EXAMPLES_PER_REASON = 2
 EXAMPLE_CHARS = 400
@@ -69,7 +71,48 @@ def build_funnel(outcomes: list[dict[str, Any]], candidates: dict[str, dict[str,
     oracle = oracle_table(outcomes, candidates)
     if oracle:
         funnel["oracle"] = oracle
+    teacher = teacher_tokens(outcomes, candidates)
+    if teacher:
+        funnel["teacher"] = teacher
     return funnel
+
+
+def teacher_tokens(outcomes: list[dict[str, Any]], candidates: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """A model teacher's tokens (``metadata.usage`` of each candidate), in total and per
+    workflow, with the accepted candidates they bought; None for the synthetic teacher."""
+    if not any("usage" in c["metadata"] for c in candidates.values()):
+        return None
+    accepted = {o["candidate_id"] for o in outcomes if o["accepted"]}
+    rows: dict[str, dict[str, Any]] = {}
+    for c in candidates.values():
+        row = rows.setdefault(c["workflow"], {"candidates": 0, "accepted": 0, "prompt_tokens": 0,
+                                              "completion_tokens": 0})
+        usage = c["metadata"].get("usage") or {}
+        row["candidates"] += 1
+        row["accepted"] += c["candidate_id"] in accepted
+        row["prompt_tokens"] += usage.get("prompt_tokens", 0)
+        row["completion_tokens"] += usage.get("completion_tokens", 0)
+    for row in rows.values():
+        tokens = row["prompt_tokens"] + row["completion_tokens"]
+        row["tokens_per_accepted"] = round(tokens / row["accepted"]) if row["accepted"] else None
+    prompt = sum(r["prompt_tokens"] for r in rows.values())
+    completion = sum(r["completion_tokens"] for r in rows.values())
+    kept = sum(r["accepted"] for r in rows.values())
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "accepted": kept,
+            "tokens_per_accepted": round((prompt + completion) / kept) if kept else None,
+            "per_workflow": dict(sorted(rows.items()))}
+
+
+def _teacher_lines(teacher: dict[str, Any]) -> list[str]:
+    lines = ["", "## Teacher tokens", "",
+             f"{teacher['prompt_tokens']} prompt + {teacher['completion_tokens']} completion tokens for "
+             f"{teacher['accepted']} accepted candidates ({teacher['tokens_per_accepted'] or '-'} per accepted).", "",
+             "| workflow | candidates | accepted | prompt tokens | completion tokens | tokens per accepted |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for name, r in teacher["per_workflow"].items():
+        lines.append(f"| {name} | {r['candidates']} | {r['accepted']} | {r['prompt_tokens']} | "
+                     f"{r['completion_tokens']} | {r['tokens_per_accepted'] or '-'} |")
+    return lines
 
 
 def _repairs(outcomes: list[dict[str, Any]], candidates: dict[str, dict[str, Any]]) -> dict[str, int] | None:
@@ -165,6 +208,8 @@ def funnel_markdown(funnel: dict[str, Any]) -> str:
         lines += ["", f"Discovery: gated candidates whose code looks the schema up first: {'; '.join(parts)}."]
     if "judges" in funnel:
         lines += _judge_lines(funnel["judges"])
+    if "teacher" in funnel:
+        lines += _teacher_lines(funnel["teacher"])
     confusion = funnel.get("confusion")
     if confusion:
         gates = [g["gate"] for g in funnel["gates"]]
@@ -245,6 +290,10 @@ def print_funnel(funnel: dict[str, Any], console: Console) -> None:
         for k in funnel["judges"]["kappa"]:
             console.print(f"kappa {' / '.join(k['judges'])}: "
                           f"{'n/a' if k['kappa'] is None else format(k['kappa'], '.2f')} ({k['candidates']} candidates)")
+    if "teacher" in funnel:
+        t = funnel["teacher"]
+        console.print(f"teacher tokens: {t['prompt_tokens']} prompt + {t['completion_tokens']} completion for "
+                      f"{t['accepted']} accepted candidates ({t['tokens_per_accepted'] or '-'} per accepted)")
     if "repairs" in funnel:
         r = funnel["repairs"]
         console.print(f"teacher feedback: {r['repaired']} candidates repaired, {r['repaired_accepted']} accepted")

@@ -136,37 +136,138 @@ def run_distill(ctx: StepContext) -> StepResult:
     _report_short_volume(recipe, records, ctx.console)
     system = ctx.artifact("prompts/system_stuffed.md").read_text(encoding="utf-8")
     requests, keys = _requests(recipe, records, system, ctx.seed)
+    (ctx.out_dir / DISTILL_INSTANCES.path).write_text(json.dumps(records, indent=1, sort_keys=True, default=str) + "\n")
+    teacher = None
     try:
         teacher = make_teacher(recipe.teacher, recipe.schema_, recipe.format)
-        candidates = []
-        with Progress(console=ctx.console, transient=True) as progress:
-            task = progress.add_task(f"{teacher.name}: candidates", total=len(requests))
-            for start in range(0, len(requests), 32):
-                batch = requests[start:start + 32]
-                for candidate in teacher.generate(batch):
-                    candidates.append((start + candidate.request_index, candidate))
-                progress.advance(task, len(batch))
-        repaired = [(r, c, {}) for r, c in candidates]
-        if recipe.teacher.feedback:
-            repaired = _with_feedback(ctx, teacher, requests, candidates, keys, records)
+        written, cost = _stream_candidates(ctx, teacher, requests, keys, records)
     except TeacherError as err:
         raise StepError(str(err)) from None
-    out = []
-    for request_index, candidate, extra in repaired:
-        instance, turn = keys[request_index]
-        out.append({"candidate_id": f"{instance['instance_id']}/t{turn + 1}/c{candidate.candidate_index}",
-                    "instance_id": instance["instance_id"], "workflow": instance["workflow"], "turn": turn,
-                    "text": candidate.text, "metadata": candidate.metadata, **extra})
-    (ctx.out_dir / DISTILL_INSTANCES.path).write_text(json.dumps(records, indent=1, sort_keys=True, default=str) + "\n")
-    _write_jsonl(ctx.out_dir / CANDIDATES.path, out)
+    finally:
+        if hasattr(teacher, "close"):
+            teacher.close()
     wall = time.monotonic() - started
     splits = {name: sum(1 for r in records if r["split"] == name) for name in sorted(set(split_of.values()))}
-    ctx.console.print(f"distill: {teacher.name} wrote {len(out)} candidates for {len(requests)} instance turns")
-    repairs = sum(1 for c in out if c["metadata"].get("repairs"))
-    return StepResult(metrics={"teacher": teacher.name, "instances": len(records), "splits": splits,
-                               "requests": len(requests), "candidates": len(out), "repaired": repairs,
-                               "candidates_per_s": round(len(out) / wall, 1) if wall else None},
-                      outputs=(DISTILL_INSTANCES.path, CANDIDATES.path))
+    ctx.console.print(f"distill: {teacher.name} wrote {written['candidates']} candidates for {len(requests)} "
+                      "instance turns")
+    metrics = {"teacher": teacher.name, "instances": len(records), "splits": splits,
+               "requests": len(requests), "candidates": written["candidates"], "repaired": written["repaired"],
+               "candidates_per_s": round(written["candidates"] / wall, 1) if wall else None}
+    outputs = (DISTILL_INSTANCES.path, CANDIDATES.path)
+    if cost is not None:
+        metrics["teacher_cost"] = cost
+        metrics["failed"] = cost["failed"]
+        if cost["failed"]:
+            outputs += (TEACHER_FAILURES,)
+    return StepResult(metrics=metrics, outputs=outputs)
+
+
+TEACHER_FAILURES = "teacher_failures.jsonl"
+
+
+def teacher_cache_dir(ctx: StepContext) -> Path:
+    """The model teachers' answer cache: ``RUN_DIR/teacher_cache``, outside the step's own
+    directory, so a stopped or rerun distill step keeps every answer it received."""
+    from runtime.distill.teacher_cache import CACHE_DIR
+
+    return ctx.run_dir / CACHE_DIR
+
+
+def _candidate_record(keys, request_index: int, candidate, extra: dict) -> str:
+    instance, turn = keys[request_index]
+    record = {"candidate_id": f"{instance['instance_id']}/t{turn + 1}/c{candidate.candidate_index}",
+              "instance_id": instance["instance_id"], "workflow": instance["workflow"], "turn": turn,
+              "text": candidate.text, "metadata": candidate.metadata, **extra}
+    return json.dumps(record, sort_keys=True, default=str) + "\n"
+
+
+def _stream_candidates(ctx: StepContext, teacher, requests, keys, records) -> tuple[dict, dict | None]:
+    """Ask the teacher and append each candidate to ``candidates.jsonl`` as it arrives.
+
+    Returns ``({"candidates", "repaired"}, cost)``; ``cost`` (None for the synthetic
+    teacher) has the answers reused and sent, retries, failures and tokens, in total and
+    per workflow. A model teacher's answers go through the teacher cache
+    (`runtime.distill.teacher_stream`); requests that fail after every retry are written
+    to ``teacher_failures.jsonl``. With ``teacher { feedback N }`` the candidates are
+    held until the repair rounds are over, then written.
+    """
+    from runtime.distill.teacher_cache import AnswerCache
+    from runtime.distill.teacher_stream import StreamProgress, TeacherStopped, TeacherStream
+    from runtime.distill.teachers import TeacherError
+
+    recipe = ctx.plan.recipe
+    cache = AnswerCache(teacher_cache_dir(ctx)) if recipe.teacher.kind != "synthetic" else None
+    total = sum(r.n for r in requests)
+    stream = TeacherStream(teacher, recipe.teacher, cache, total)
+    if cache is not None and len(cache):
+        ctx.console.print(f"distill: the teacher cache {cache.path} holds {len(cache)} answers; they are reused, "
+                          "not asked for again")
+
+    def describe(r: int, i: int) -> str:
+        instance, turn = keys[r]
+        return f"{instance['instance_id']}/t{turn + 1}/c{i}"
+
+    written = {"candidates": 0, "repaired": 0}
+    per_workflow: dict[str, dict[str, int]] = defaultdict(lambda: {"candidates": 0, "prompt_tokens": 0,
+                                                                   "completion_tokens": 0})
+
+    def write(out, r: int, candidate, extra: dict) -> None:
+        out.write(_candidate_record(keys, r, candidate, extra))
+        written["candidates"] += 1
+        written["repaired"] += bool(candidate.metadata.get("repairs"))
+        counts = per_workflow[keys[r][0]["workflow"]]
+        counts["candidates"] += 1
+        for k in ("prompt_tokens", "completion_tokens"):
+            counts[k] += (candidate.metadata.get("usage") or {}).get(k, 0)
+
+    failures = None
+    try:
+        with (ctx.out_dir / CANDIDATES.path).open("w", encoding="utf-8") as out, \
+                StreamProgress(ctx.console, f"{teacher.name}: candidates", total) as progress:
+            held = [] if recipe.teacher.feedback else None
+            try:
+                for answer in stream.run(requests):
+                    progress.update(stream.stats)
+                    if answer.candidate is None:
+                        if failures is None:
+                            failures = (ctx.out_dir / TEACHER_FAILURES).open("w", encoding="utf-8")
+                        instance, turn = keys[answer.request_index]
+                        failures.write(json.dumps({"candidate_id": describe(answer.request_index,
+                                                                            answer.candidate_index),
+                                                   "instance_id": instance["instance_id"],
+                                                   "workflow": instance["workflow"], "turn": turn,
+                                                   "attempts": answer.attempts, "error": answer.error},
+                                                  sort_keys=True) + "\n")
+                    elif held is not None:
+                        held.append((answer.request_index, answer.candidate))
+                    else:
+                        write(out, answer.request_index, answer.candidate, {})
+                if held is not None:
+                    for r, candidate, extra in _with_feedback(ctx, stream, requests, held, keys, records):
+                        write(out, r, candidate, extra)
+            except TeacherStopped as stop:
+                where = cache.path if cache is not None else "memory"
+                raise TeacherError(f"distill: {stream.explain(stop, where, describe)}") from None
+            progress.update(stream.stats, force=True)
+    finally:
+        if failures is not None:
+            failures.close()
+        if cache is not None:
+            cache.close()
+    if cache is None:
+        return written, None
+    cost = {**stream.stats.to_dict(), "cache": str(cache.path),
+            "per_workflow": {w: per_workflow[w] for w in sorted(per_workflow)}}
+    s = stream.stats
+    ctx.console.print(f"distill: {s.reused} answers reused from the teacher cache, {s.sent} received "
+                      f"({s.sent / max(time.monotonic() - s.started, 1e-9):.1f} requests/s, {s.retries} retries, "
+                      f"{s.failed} failed); tokens: {s.prompt_tokens} prompt + {s.completion_tokens} completion "
+                      f"({s.paid_prompt_tokens + s.paid_completion_tokens} paid by this run)")
+    if s.failed:
+        ctx.console.print(f"[yellow]![/] distill: {s.failed} teacher requests failed after every retry (within "
+                          f"`max_failed {recipe.teacher.max_failed:.2%}`); they are listed in "
+                          f"{TEACHER_FAILURES} and left out of candidates.jsonl")
+    return written, cost
 
 
 def _report_short_volume(recipe, records: list[dict], console) -> None:

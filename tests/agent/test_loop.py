@@ -103,9 +103,9 @@ def test_episodes_round_trip_through_json(sandbox):
 
 def test_load_tasks_reads_a_split_map_and_names_bad_files(tmp_path):
     path = tmp_path / "eval_instances.json"
-    path.write_text(json.dumps({"eval_params": [task_dict(2, "a")], "eval_workflows": [task_dict(3, "b")]}))
+    path.write_text(json.dumps({"new_values": [task_dict(2, "a")], "new_workflow": [task_dict(3, "b")]}))
     tasks = load_tasks(path)
-    assert [(t.id, t.split) for t in tasks] == [("a", "eval_params"), ("b", "eval_workflows")]
+    assert [(t.id, t.split) for t in tasks] == [("a", "new_values"), ("b", "new_workflow")]
     path.write_text("{not json")
     with pytest.raises(ValueError, match="not valid JSON"):
         load_tasks(path)

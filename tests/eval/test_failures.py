@@ -18,7 +18,7 @@ UNPAID = ("result = api.query(\"SELECT i.advertiser, sum(i.amount) AS billed, co
           "FROM invoice i WHERE i.paid = false GROUP BY i.advertiser HAVING sum(i.amount) > 0\")")
 
 TASK = AgentTask.from_dict({
-    "instance_id": "top_clicks-0", "workflow": "top_clicks", "split": "eval_params", "params": {"days": 30, "n": 5},
+    "instance_id": "top_clicks-0", "workflow": "top_clicks", "split": "new_values", "params": {"days": 30, "n": 5},
     "turns": [{"ask": "Top 5 active campaigns by clicks over 30 days", "plan": "Rank active campaigns by clicks.",
                "code": TOP_CLICKS.format(days=30, n=5),
                "expectations": [{"kind": "same_rows_as_solution", "ordered": True},
@@ -155,8 +155,8 @@ def test_solution_files_fill_in_workflows_the_tasks_do_not_cover():
 def test_the_summary_counts_each_class_and_keeps_its_first_example():
     first, second, passed = turn(UNPAID, ok=False), turn(UNPAID, ok=False), turn("x", REFERENCE)
     first.failure, second.failure = "answered_another_workflow", "answered_another_workflow"
-    episodes = [Episode("top_clicks-0", "top_clicks", "eval_params", "craft", [first]),
-                Episode("top_clicks-1", "top_clicks", "eval_params", "craft", [second, passed])]
+    episodes = [Episode("top_clicks-0", "top_clicks", "new_values", "craft", [first]),
+                Episode("top_clicks-1", "top_clicks", "new_values", "craft", [second, passed])]
     summary = failure_summary(episodes)
     assert list(summary["counts"]) == list(FAILURE_CLASSES)
     assert summary["failed_turns"] == 2 and summary["counts"]["answered_another_workflow"] == 2

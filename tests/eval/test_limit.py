@@ -15,16 +15,16 @@ def _tasks(split, workflows, per_workflow=2):
 
 
 def test_the_limit_applies_per_split_after_the_per_workflow_cap():
-    held_out = _tasks("eval_params", "abcdefghij") + _tasks("eval_phrasings", "abcdefghij") + _tasks("eval_workflows", "z")
+    held_out = _tasks("new_values", "abcdefghij") + _tasks("new_phrasing", "abcdefghij") + _tasks("new_workflow", "z")
     capped = cap_per_workflow(held_out, 1)                  # eval { instances 1 }: one per workflow and split
     kept = spread_per_split(capped, 4)
-    by_split = {s: [t.workflow for t in kept if t.split == s] for s in ("eval_params", "eval_phrasings", "eval_workflows")}
-    assert by_split == {"eval_params": ["a", "c", "f", "h"], "eval_phrasings": ["a", "c", "f", "h"],
-                        "eval_workflows": ["z"]}
+    by_split = {s: [t.workflow for t in kept if t.split == s] for s in ("new_values", "new_phrasing", "new_workflow")}
+    assert by_split == {"new_values": ["a", "c", "f", "h"], "new_phrasing": ["a", "c", "f", "h"],
+                        "new_workflow": ["z"]}
 
 
 def test_kept_instances_keep_their_file_order_and_no_limit_keeps_all():
-    tasks = _tasks("eval_params", "abc", per_workflow=3)
+    tasks = _tasks("new_values", "abc", per_workflow=3)
     assert spread_per_split(tasks, None) == tasks
     kept = spread_per_split(tasks, 3)
     assert [t.id for t in kept] == ["a-0", "b-0", "c-0"]

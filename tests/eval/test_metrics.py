@@ -125,12 +125,12 @@ def test_summaries_are_deterministic():
 
 
 def test_splits_are_summarised_separately():
-    a = Episode("a", split="eval_params", turns=[UserTurn(0, "q", [ModelCall(10, "")], final_ok=True, passed=True)])
-    b = Episode("b", split="eval_workflows", turns=[UserTurn(0, "q", [ModelCall(30, "")])])
+    a = Episode("a", split="new_values", turns=[UserTurn(0, "q", [ModelCall(10, "")], final_ok=True, passed=True)])
+    b = Episode("b", split="new_workflow", turns=[UserTurn(0, "q", [ModelCall(30, "")])])
     out = split_summaries([a, b])
-    assert set(out) == {"all", "eval_params", "eval_workflows"}
-    assert out["eval_params"]["agent_score"]["value"] == 1.0
-    assert out["eval_workflows"]["agent_score"]["value"] == 0.0
+    assert set(out) == {"all", "new_values", "new_workflow"}
+    assert out["new_values"]["agent_score"]["value"] == 1.0
+    assert out["new_workflow"]["agent_score"]["value"] == 0.0
 
 
 def test_evaluate_arm_with_a_real_tiny_model(sandbox, tiny_model, tmp_path):
@@ -195,10 +195,10 @@ def test_agent_score_per_workflow_keeps_each_split_apart():
         return Episode(f"{workflow}-{split}", workflow, split,
                        turns=[UserTurn(i, "q", final_ok=True, passed=p) for i, p in enumerate(passed)])
 
-    rows = per_workflow([episode("top", "eval_phrasings", True, False), episode("top", "eval_params", True),
-                         episode("top", "eval_params", False), episode("churn", "eval_workflows", False)])
+    rows = per_workflow([episode("top", "new_phrasing", True, False), episode("top", "new_values", True),
+                         episode("top", "new_values", False), episode("churn", "new_workflow", False)])
     assert rows == [
-        {"workflow": "top", "split": "eval_params", "passed": 1, "n": 2, "value": 0.5},
-        {"workflow": "top", "split": "eval_phrasings", "passed": 1, "n": 2, "value": 0.5},
-        {"workflow": "churn", "split": "eval_workflows", "passed": 0, "n": 1, "value": 0.0},
+        {"workflow": "top", "split": "new_phrasing", "passed": 1, "n": 2, "value": 0.5},
+        {"workflow": "top", "split": "new_values", "passed": 1, "n": 2, "value": 0.5},
+        {"workflow": "churn", "split": "new_workflow", "passed": 0, "n": 1, "value": 0.0},
     ]

@@ -17,7 +17,7 @@ def _arm(score, tokens, loops):
     return {"all": {"agent_score": _metric(score, [score - 0.1, score + 0.1]),
                     "input_tokens": _metric(tokens, [tokens - 5, tokens + 5]),
                     "discovery_loops": _metric(loops, [0.0, loops + 1])},
-            "eval_params": {"agent_score": _metric(score, [0.0, 1.0])}}
+            "new_values": {"agent_score": _metric(score, [0.0, 1.0])}}
 
 
 EVAL = {"arms": ["craft", "sft_only", "stuffed"], "instances": 10,
@@ -67,7 +67,8 @@ def test_report_step_writes_markdown_json_and_plots(tmp_path):
     assert {"report.md", "report.json", "metric_agent_score.png", "training_grpo_reward.png"} <= set(outputs[0])
     assert outputs[0] == outputs[1]                      # same inputs, same bytes (plots included)
     md = outputs[0]["report.md"].decode()
-    assert "## eval_params" in md and "## GRPO on 4 training prompts (2 steps)" in md
+    assert "## New values: value combinations no training turn has" in md
+    assert "## GRPO on 4 training prompts (2 steps)" in md
     assert "| after, greedy | 0.200 | 0.500 |" in md and "| after, 2 samples per prompt | 0.300 | 0.750 |" in md
     assert json.loads(outputs[0]["report.json"])["grpo"]["steps"] == 2
 
@@ -80,17 +81,17 @@ def test_the_per_workflow_table_has_workflows_as_rows_and_arms_as_columns():
     from runtime.report.breakdown import build_workflow_table, markdown_workflow_table
 
     table = build_workflow_table({
-        "craft": _rows(("top", "eval_phrasings", 2, 4), ("churn", "eval_workflows", 1, 2), ("top", "eval_params", 1, 1)),
-        "stuffed": _rows(("top", "eval_params", 0, 1), ("top", "eval_phrasings", 1, 4))})
+        "craft": _rows(("top", "new_phrasing", 2, 4), ("churn", "new_workflow", 1, 2), ("top", "new_values", 1, 1)),
+        "stuffed": _rows(("top", "new_values", 0, 1), ("top", "new_phrasing", 1, 4))})
     # Held-out params, phrasings and workflows stay separate rows, in that order.
     assert [(r["split"], r["workflow"]) for r in table["rows"]] == [
-        ("eval_params", "top"), ("eval_phrasings", "top"), ("eval_workflows", "churn")]
+        ("new_values", "top"), ("new_phrasing", "top"), ("new_workflow", "churn")]
     assert markdown_workflow_table(table).splitlines() == [
         "| Workflow | Split | craft | stuffed |",
         "| --- | --- | --- | --- |",
-        "| top | eval_params | 100.0% (1/1) | 0.0% (0/1) |",
-        "| top | eval_phrasings | 50.0% (2/4) | 25.0% (1/4) |",
-        "| churn | eval_workflows | 50.0% (1/2) | n/a |",
+        "| top | new_values | 100.0% (1/1) | 0.0% (0/1) |",
+        "| top | new_phrasing | 50.0% (2/4) | 25.0% (1/4) |",
+        "| churn | new_workflow | 50.0% (1/2) | n/a |",
     ]
 
 
@@ -100,18 +101,18 @@ def test_the_report_shows_per_workflow_scores_and_failure_classes_from_eval_json
     from runtime.report.step import build_report
 
     counts = dict.fromkeys(FAILURE_CLASSES, 0)
-    example = {"instance_id": "top-3", "workflow": "top", "split": "eval_params", "turn": 1,
+    example = {"instance_id": "top-3", "workflow": "top", "split": "new_values", "turn": 1,
                "question": "Top 5 campaigns by clicks", "plan": "Rank campaigns.", "code": "result = api.query(`x`)"}
     failures = {arm: {"failed_turns": 1, "counts": {**counts, "wrong_parameter": 1},
                       "examples": {"wrong_parameter": example}} for arm in EVAL["arms"]}
-    per_workflow = {arm: _rows(("top", "eval_params", 1, 2)) for arm in EVAL["arms"]}
+    per_workflow = {arm: _rows(("top", "new_values", 1, 2)) for arm in EVAL["arms"]}
     report = build_report({**EVAL, "per_workflow": per_workflow, "failures": failures})
     assert report["per_workflow"]["rows"][0]["arms"]["craft"] == {"passed": 1, "n": 2, "value": 0.5}
     assert report["failures"]["craft"]["counts"]["wrong_parameter"] == 1
     md = render_markdown(report)
-    assert "## Agent score per workflow" in md and "| top | eval_params | 50.0% (1/2) |" in md
+    assert "## Agent score per workflow" in md and "| top | new_values | 50.0% (1/2) |" in md
     assert "| wrong_parameter | 1 | 1 | 1 |" in md and "| failed user turns | 1 | 1 | 1 |" in md
-    assert ("- **wrong_parameter**: `top-3` (top, eval_params) turn 1: \"Top 5 campaigns by clicks\"; "
+    assert ("- **wrong_parameter**: `top-3` (top, new_values) turn 1: \"Top 5 campaigns by clicks\"; "
             "plan: \"Rank campaigns.\"; code: `result = api.query('x')`") in md
     # Without the new eval.json keys (an older eval) the report is what it was.
     assert render_markdown(build_report(EVAL)) == md.split("\n## Agent score per workflow")[0]
@@ -121,7 +122,7 @@ def _episode(arm, instance, tokens, discovery):
     from runtime.agent import Episode, ModelCall, UserTurn
 
     call = ModelCall(text="", input_tokens=tokens, discovery_calls=discovery)
-    return Episode(arm=arm, instance_id=instance, workflow="w", split="eval_params",
+    return Episode(arm=arm, instance_id=instance, workflow="w", split="new_values",
                    turns=[UserTurn(index=0, ask="q", calls=[call])])
 
 
@@ -141,7 +142,7 @@ def test_cost_ratios_pair_the_arms_instance_by_instance(tmp_path):
     tokens = ratios["all"]["input_tokens"]["craft"]
     assert tokens["n"] == 8 and tokens["value"] == round(sum(50 + k for k in range(8)) / 8000, 6)
     assert tokens["ci"][0] <= tokens["value"] <= tokens["ci"][1]
-    loops = ratios["eval_params"]["discovery_loops"]["craft"]
+    loops = ratios["new_values"]["discovery_loops"]["craft"]
     assert loops["value"] == 0.4 and loops["ci"][0] < 0.4 < loops["ci"][1]
     cell = build_table(EVAL["results"], ratios=ratios["all"])["rows"][5]["arms"]["craft"]
     assert cell["ratio_ci"] == tokens["ci"]
@@ -167,7 +168,7 @@ def test_repairs_count_what_the_agent_did_after_its_code_failed(tmp_path):
              "stuffed": [no_block, call("a", False)]}
     (tmp_path / "eval/episodes").mkdir(parents=True)
     for arm, calls in turns.items():
-        episode = Episode("i0", "w", "eval_params", arm, [UserTurn(0, "q", calls)])
+        episode = Episode("i0", "w", "new_values", arm, [UserTurn(0, "q", calls)])
         (tmp_path / f"eval/episodes/{arm}.jsonl").write_text(json.dumps(episode.to_dict()) + "\n")
     report = build_report({**EVAL, "results": {a: EVAL["results"][a] for a in turns}}, tmp_path)
     assert report["repairs"] == {"craft": {"repairs": 1, "same_code": 0, "ran": 1},
@@ -190,7 +191,7 @@ def test_a_report_where_no_arm_passed_says_it_cannot_compare_them():
     md = render_markdown(build_report(zero))
     assert ("**Read with care:** no arm answered any of its held-out turns (agent score 0.0% in craft, stuffed): "
             "the arms cannot be compared on this run") in md
-    assert md.index("Read with care") < md.index("## all")
+    assert md.index("Read with care") < md.index("## All scored turns")
     assert "Read with care" not in render_markdown(build_report(EVAL))
 
 
@@ -236,8 +237,8 @@ def test_a_limited_eval_says_how_many_held_out_instances_it_kept():
 
     limited = {**EVAL, "limit": {"per_split": 8, "held_out": 58}}
     assert build_report(limited)["limit"] == {"per_split": 8, "held_out": 58}
-    assert render_markdown(build_report(limited)).splitlines()[1].startswith(
-        "10 held-out instances (`eval { limit 8 }` kept them of 58, spread over each split); baseline")
+    assert render_markdown(build_report(limited)).splitlines()[2].startswith(
+        "10 held-out instances (`eval { limit 8 }` kept them of 58, spread over each kind). Baseline")
     assert "limit" not in build_report(EVAL)
 
 

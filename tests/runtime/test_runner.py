@@ -181,3 +181,65 @@ def test_a_step_with_warnings_does_not_end_with_a_plain_done(tmp_path, monkeypat
     text = out.getvalue()
     assert "✓ world: done in" in text
     assert "! distill: done in" in text and "with 1 warning(s) (above, and under `warnings` in its manifest)" in text
+
+
+# ---------------------------------------------------------------- craftc run --replicates N
+
+SEEDS: list[tuple[str, int, int]] = []
+
+
+def _recorder(name):
+    def step(ctx):
+        SEEDS.append((name, ctx.replicate, ctx.seed))
+        for up in runner.UPSTREAM[name]:
+            ctx.input_dir(up)                       # every input step is there, linked or own
+        (ctx.out_dir / f"{name}.txt").write_text(f"{name} seed {ctx.seed}")
+        return StepResult(metrics={"seed": ctx.seed, "replicates": ctx.replicates})
+    return step
+
+
+for _name in runner.STEPS:
+    globals()[f"_record_{_name}"] = _recorder(_name)
+
+
+@pytest.fixture()
+def recorded_steps(monkeypatch):
+    SEEDS.clear()
+    monkeypatch.setattr(runner, "STEP_FUNCTIONS", {name: f"{__name__}:_record_{name}" for name in runner.STEPS})
+
+
+def test_replicates_train_and_evaluate_again_on_the_same_data_then_report_once(tmp_path, recorded_steps):
+    plan_dir = write_plan(tmp_path / "plan")
+    run_dir = tmp_path / "run"
+    assert run(plan_dir, run_dir, replicates=3) == 0
+    steps = [(name, replicate) for name, replicate, _ in SEEDS]
+    data = [(s, 0) for s in ("world", "distill", "gate", "dataset")]
+    trained = [(s, r) for r in range(3) for s in ("sft", "grpo", "eval")]
+    assert steps == data + trained + [("report", 0)]
+    seeds = {replicate: seed for name, replicate, seed in SEEDS if name == "sft"}
+    assert seeds[0] == 0 and len(set(seeds.values())) == 3          # replicate 0 is the recipe's seed
+    for r in (1, 2):
+        shared = run_dir / "replicates" / f"r{r}"
+        assert (shared / "dataset").is_symlink() and (shared / "dataset").resolve() == (run_dir / "dataset").resolve()
+        assert (shared / "eval" / "eval.txt").read_text() == f"eval seed {seeds[r]}"
+        assert json.loads((shared / "sft" / "manifest.json").read_text())["seed"] == seeds[r]
+    assert json.loads((run_dir / "report" / "manifest.json").read_text())["metrics"]["replicates"] == 3
+    # a rerun reuses everything; a lost replicate step is rebuilt alone (its same bytes leave the report as it was)
+    SEEDS.clear()
+    assert run(plan_dir, run_dir, replicates=3) == 0
+    assert SEEDS == []
+    import shutil
+    shutil.rmtree(run_dir / "replicates" / "r2" / "eval")
+    assert run(plan_dir, run_dir, replicates=3) == 0
+    assert [(name, r) for name, r, _ in SEEDS] == [("eval", 2)]
+    # a report without the replicates is another report
+    SEEDS.clear()
+    assert run(plan_dir, run_dir, only="report") == 0
+    assert [(name, r) for name, r, _ in SEEDS] == [("report", 0)]
+
+
+def test_replicates_below_one_are_refused(tmp_path, recorded_steps):
+    plan_dir = write_plan(tmp_path / "plan")
+    console_file = tmp_path / "console.txt"
+    code = runner.run_plan(plan_dir, tmp_path / "run", replicates=0, console=Console(file=open(console_file, "w")))
+    assert code == 1 and "--replicates 0: give 1 or more" in console_file.read_text()

@@ -126,12 +126,15 @@ def test_ads_instances_are_deterministic(ads, warehouses, instances):
 
 
 def test_ads_split_holds_out_the_declared_workflows(ads, instances):
+    from runtime.workflows import held_out_kind
+
     splits = split_instances(instances[1], ads.recipe.eval)
     held = set(ads.recipe.eval.holdout_workflows)
     assert held == {"audience_overlap", "channel_trend"}
-    assert {i.workflow for i in splits["eval_workflows"]} == held
+    evaluated = splits["dev"] + splits["test"]
+    assert {i.workflow for i in evaluated if held_out_kind(i, ads.recipe.eval) == "new_workflow"} == held
     assert not held & {i.workflow for i in splits["train"]}
-    assert splits["train"] and splits["eval_params"] and splits["eval_phrasings"]
+    assert splits["train"] and {held_out_kind(i, ads.recipe.eval) for i in evaluated} >= {"new_values", "new_workflow"}
 
 
 def test_later_turns_keep_every_param_of_earlier_turns(ads):

@@ -17,6 +17,7 @@ class HFTeacher:
     """Candidates from ``AutoModelForCausalLM`` on the local machine."""
 
     name = "hf teacher"
+    kind = "hf"
 
     def __init__(self, spec: TeacherSpec):
         if not spec.model:
@@ -55,6 +56,10 @@ class HFTeacher:
                                         num_return_sequences=request.n, pad_token_id=tokenizer.pad_token_id)
             prompt_length = inputs["input_ids"].shape[1]
             for i, row in enumerate(output):
-                text = tokenizer.decode(row[prompt_length:], skip_special_tokens=True)
-                candidates.append(Candidate(text, r, i, {"teacher": "hf", "model": self.spec.model}))
+                generated = row[prompt_length:]
+                text = tokenizer.decode(generated, skip_special_tokens=True)
+                # The prompt is read once per request: its tokens are counted on the first candidate.
+                usage = {"prompt_tokens": int(prompt_length) if i == 0 else 0,
+                         "completion_tokens": int((generated != tokenizer.pad_token_id).sum())}
+                candidates.append(Candidate(text, r, i, {"teacher": "hf", "model": self.spec.model, "usage": usage}))
         return candidates

@@ -22,6 +22,7 @@ class VllmTeacher:
     """Candidates from ``vllm.LLM.chat`` with ``SamplingParams(n=...)``."""
 
     name = "vllm teacher"
+    kind = "vllm"
 
     def __init__(self, spec: TeacherSpec):
         if not spec.model:
@@ -42,6 +43,9 @@ class VllmTeacher:
         params = [SamplingParams(n=r.n, seed=r.seed, temperature=self.spec.temperature,
                                  max_tokens=self.spec.max_new_tokens) for r in requests]
         outputs = self._llm.chat(conversations, params)
+        # The prompt is read once per request: its tokens are counted on the first candidate.
         return [Candidate(choice.text, r, i, {"teacher": "vllm", "model": self.spec.model,
-                                              "finish_reason": choice.finish_reason})
+                                              "finish_reason": choice.finish_reason,
+                                              "usage": {"prompt_tokens": len(output.prompt_token_ids or ()) if i == 0
+                                                        else 0, "completion_tokens": len(choice.token_ids or ())}})
                 for r, output in enumerate(outputs) for i, choice in enumerate(output.outputs)]
