@@ -31,10 +31,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "docs" / "results"
-DIGEST_VERSION = 1
-PARTS = ("metrics", "splits", "failures", "grpo")
+DIGEST_VERSION = 2
+PARTS = ("metrics", "splits", "failures", "grpo", "differences", "replicates")
 SPLIT_LABELS = {"eval_params": "held-out params, seen phrasings", "eval_phrasings": "held-out phrasings",
-                "eval_workflows": "held-out workflows"}
+                "eval_workflows": "held-out workflows",
+                "new_values": "new values, trained phrasings", "new_phrasing": "new phrasing and new values",
+                "new_workflow": "new workflow"}
+METRIC_LABELS = {"agent_score": "agent score", "execution_success": "execution success"}
 MARKER = re.compile(r"(<!-- results:(?P<name>[\w.-]+?)(?::(?P<part>" + "|".join(PARTS) + r"))?:begin -->\n)"
                     r"(?P<body>.*?)(<!-- results:(?P=name)(?::(?P=part))?:end -->)", re.S)
 
@@ -51,8 +54,10 @@ def digest(report: dict, source: str) -> dict:
     >>> d = digest({"instances": 2, "arms": ["craft", "stuffed"], "tables": {"all": table, "eval_params": table}}, "a run")
     >>> d["user_turns"], d["splits"][0]["split"], d["metrics"][0]["arms"]["craft"]["delta_pp"]
     (4, 'eval_params', 50.0)
+    >>> "split" in d, "replicates" in d         # only reports that have them
+    (False, False)
     """
-    keep = ("value", "ci", "delta_pp", "ratio", "ratio_ci", "no_ratio", "difference", "difference_ci")
+    keep = ("value", "ci", "delta_pp", "delta_ci_pp", "ratio", "ratio_ci", "no_ratio", "difference", "difference_ci")
     tables = report["tables"]
     overall = tables["all"]
     metrics = []
@@ -74,6 +79,19 @@ def digest(report: dict, source: str) -> dict:
            "user_turns": max(c.get("n", 0) for c in score["arms"].values()),
            "arms": report.get("arms", overall["arms"]), "baseline": overall.get("baseline", "stuffed"),
            "metrics": metrics, "splits": splits}
+    if report.get("split"):             # the split scored and its size
+        out["split"] = {k: report["split"][k] for k in ("name", "instances", "turns", "scored_turns", "excluded_turns")
+                        if k in report["split"]}
+    if report.get("differences", {}).get("all"):   # paired, clustered by conversation
+        out["differences"] = [{k: row[k] for k in ("a", "b", "metric", "value", "ci", "p_value", "n", "clusters", "mde")}
+                              for row in report["differences"]["all"]]
+    if report.get("replicates"):
+        rep = report["replicates"]
+        out["replicates"] = {"metric": rep["metric"], "replicates": rep["replicates"],
+                             "arms": {a: {k: r[k] for k in ("mean", "sd", "ci", "per_replicate")}
+                                      for a, r in rep["arms"].items()},
+                             "differences": [{k: r[k] for k in ("a", "b", "mean", "sd", "ci", "per_replicate", "mde")}
+                                             for r in rep["differences"]]}
     if report.get("failures"):
         out["failures"] = {arm: {"counts": dict(f["counts"]), "failed_turns": f["failed_turns"]}
                            for arm, f in report["failures"].items()}
@@ -91,7 +109,60 @@ def digest(report: dict, source: str) -> dict:
 def _rate(cell: dict) -> str:
     low, high = cell["ci"]
     text = f"{100 * cell['value']:.1f}% [{100 * low:.1f}, {100 * high:.1f}]"
+    if "delta_ci_pp" in cell:
+        return text + f" ({cell['delta_pp']:+.1f} pp [{cell['delta_ci_pp'][0]:+.1f}, {cell['delta_ci_pp'][1]:+.1f}])"
     return text + (f" ({cell['delta_pp']:+.1f} pp)" if "delta_pp" in cell else "")
+
+
+def _pp(value: float) -> str:
+    return f"{100 * value:+.1f}"
+
+
+def differences_table(d: dict) -> str:
+    """Each paired difference (arm minus arm over the same turns), clustered by conversation.
+
+    >>> print(differences_table({"differences": [{"a": "craft", "b": "stuffed", "metric": "agent_score",
+    ...     "value": 0.1, "ci": [0.02, 0.18], "p_value": 0.01, "n": 40, "clusters": 20, "mde": 0.11}]}), end="")
+    | Comparison | Difference [95% CI] | p | Turns (conversations) | Detectable at 80% power |
+    | --- | --- | --- | --- | --- |
+    | craft - stuffed, agent score | +10.0 pp [+2.0, +18.0] | 0.010 | 40 (20) | 11.0 pp |
+    """
+    lines = ["| Comparison | Difference [95% CI] | p | Turns (conversations) | Detectable at 80% power |",
+             "| --- | --- | --- | --- | --- |"]
+    for row in d["differences"]:
+        p = "n/a" if row.get("p_value") is None else f"{row['p_value']:.3f}"
+        mde = "n/a (never differ)" if row.get("mde") is None else f"{100 * row['mde']:.1f} pp"
+        lines.append(f"| {row['a']} - {row['b']}, {METRIC_LABELS.get(row['metric'], row['metric'])} | "
+                     f"{_pp(row['value'])} pp [{_pp(row['ci'][0])}, {_pp(row['ci'][1])}] | {p} | "
+                     f"{row['n']} ({row['clusters']}) | {mde} |")
+    return "\n".join(lines) + "\n"
+
+
+def replicates_table(d: dict) -> str:
+    """Each arm's mean over training replicates, and each paired difference's.
+
+    >>> print(replicates_table({"replicates": {"metric": "agent_score", "replicates": 2,
+    ...     "arms": {"craft": {"mean": 0.35, "sd": 0.07, "ci": [0.25, 0.45], "per_replicate": [0.3, 0.4]}},
+    ...     "differences": []}}), end="")
+    | Arm | Agent score, mean of 2 [95% CI] | SD | Per replicate |
+    | --- | --- | --- | --- |
+    | craft | 35.0% [25.0, 45.0] | 7.0 pp | 30.0%, 40.0% |
+    """
+    rep = d["replicates"]
+    label = METRIC_LABELS.get(rep["metric"], rep["metric"]).capitalize()
+    n = rep["replicates"]
+    lines = [f"| Arm | {label}, mean of {n} [95% CI] | SD | Per replicate |", "| --- | --- | --- | --- |"]
+    for arm, r in rep["arms"].items():
+        lines.append(f"| {arm} | {100 * r['mean']:.1f}% [{100 * r['ci'][0]:.1f}, {100 * r['ci'][1]:.1f}] | "
+                     f"{100 * r['sd']:.1f} pp | {', '.join(f'{100 * v:.1f}%' for v in r['per_replicate'])} |")
+    if rep["differences"]:
+        lines += ["", f"| Comparison | {label} difference, mean of {n} [95% CI] | SD | Per replicate | "
+                  "Detectable at 80% power |", "| --- | --- | --- | --- | --- |"]
+        for r in rep["differences"]:
+            lines.append(f"| {r['a']} - {r['b']} | {_pp(r['mean'])} pp [{_pp(r['ci'][0])}, {_pp(r['ci'][1])}] | "
+                         f"{100 * r['sd']:.1f} pp | {', '.join(_pp(v) for v in r['per_replicate'])} | "
+                         f"{100 * r['mde']:.1f} pp |")
+    return "\n".join(lines) + "\n"
 
 
 def _cost(cell: dict) -> str:
@@ -176,10 +247,28 @@ def render(d: dict, part: str | None = None) -> str:
         return failures_table(d)
     if part == "grpo":
         return grpo_line(d)
-    out = [f"Over {d['instances']} held-out instances ({d['user_turns']} user turns); rates with 95% Wilson "
-           f"intervals and deltas against `{d['baseline']}` in percentage points, costs with 95% bootstrap "
-           "intervals and paired ratios:\n\n", metrics_table(d), "\nAgent score per held-out split:\n\n",
-           splits_table(d)]
+    if part == "differences":
+        return differences_table(d)
+    if part == "replicates":
+        return replicates_table(d)
+    if d.get("split"):
+        sp = d["split"]
+        out = [f"The {sp['name']} split: {sp['instances']} held-out instances, {sp['scored_turns']} user turns scored "
+               f"({sp.get('excluded_turns', 0)} more run but not scored: their reference returns no rows). Rates with "
+               f"95% intervals clustered by conversation and paired deltas against `{d['baseline']}` in percentage "
+               "points; costs with paired ratios.\n\n"]
+        if d.get("replicates"):
+            out += [f"Over {d['replicates']['replicates']} training replicates:\n\n", replicates_table(d),
+                    "\nThe first replicate alone:\n\n"]
+        out += [metrics_table(d)]
+        if d.get("differences"):
+            out += ["\nPaired differences (the first replicate):\n\n", differences_table(d)]
+        out += ["\nAgent score per held-out kind:\n\n", splits_table(d)]
+    else:
+        out = [f"Over {d['instances']} held-out instances ({d['user_turns']} user turns); rates with 95% Wilson "
+               f"intervals and deltas against `{d['baseline']}` in percentage points, costs with 95% bootstrap "
+               "intervals and paired ratios:\n\n", metrics_table(d), "\nAgent score per held-out split:\n\n",
+               splits_table(d)]
     if d.get("failures"):
         out += ["\nWhy turns failed (each failed user turn gets the first class that applies):\n\n", failures_table(d)]
     if d.get("grpo"):
