@@ -76,7 +76,7 @@ docs-results: $(STAMP)
 
 # The GPU check's pipeline on the CPU with the lent GPU machine's transformers 5.17.0,
 # accelerate 1.15.0 and tokenizers 0.23.2, installed offline from downloaded wheels
-# (.venv-gpu-rehearsal, .gpu-wheels/; docs/training.md, "The lent GPU machine"). Not part of CI.
+# (.venv-gpu-rehearsal, .gpu-wheels/; docs/gpu-check.md). Not part of CI.
 gpu-rehearsal:
 	bash benchmarks/gpu_rehearsal.sh
 
