@@ -39,6 +39,25 @@ def mentions(text: str, phrase: str) -> bool:
     return bool(words) and f" {words} " in normalise_words(text)
 
 
+def _common_words(schema: Schema, entity_phrases: dict[str, tuple[str, ...]]) -> list[str]:
+    """Entities whose business word the schema also uses for something else: an enum value
+    (`txn_type` `charge`) or a field of another entity (`unit_price`), so the word alone
+    does not say the entity is meant (see `SchemaVocabulary.common`). Docs are not counted:
+    a doc that says "the campaign's budget" refers to the entity."""
+    out = []
+    for entity in schema.entities:
+        texts = []
+        for other in schema.entities:
+            for f in other.fields:
+                texts.extend(str(v) for v in f.type.values)
+                if other.name != entity.name and not f.name.endswith("_id"):   # `customer_id` names the entity
+                    texts.append(f.name)
+        blob = normalise_words(" ".join(texts))
+        if any(n in blob for n in _norms(entity_phrases[entity.name])):
+            out.append(entity.name)
+    return out
+
+
 def _norms(phrases) -> tuple[str, ...]:
     """Each phrase as ``mentions`` looks for it: normalised, padded, empty ones left out."""
     return tuple(f" {w} " for w in (normalise_words(p).strip() for p in phrases) if w)
@@ -60,6 +79,11 @@ class SchemaVocabulary:
     metrics: dict[str, MetricWords] = field(default_factory=dict)
     physical: tuple[str, ...] = ()
     logical: frozenset[str] = frozenset()
+    # Entities whose business word the schema also uses for something else (an enum value,
+    # another entity's field): "charges" in a payments plan may be money taken, not rows of
+    # Charge. A plan names such an
+    # entity only as an identifier: `Charge`, or its view in backticks.
+    common: frozenset[str] = frozenset()
 
     @classmethod
     def from_schema(cls, schema: Schema) -> SchemaVocabulary:
@@ -87,6 +111,7 @@ class SchemaVocabulary:
                     phrases.add(head)
             fields = tuple(dict.fromkeys(m.group(2).lower() for m in _DOTTED.finditer(metric.expr)))
             vocab.metrics[metric.name] = MetricWords(metric.name, tuple(sorted(phrases)), fields)
+        vocab.common = frozenset(_common_words(schema, vocab.entity_phrases))
         physical: set[str] = set()
         # A physical name that is also an entity's business word ("products" for the
         # table `shop.products` of entity Product) is the business word in a plan.
@@ -127,7 +152,26 @@ class SchemaVocabulary:
         # Longest first, across metrics: "return on ad spend" before "spend".
         for norm in sorted({n for norms in self._metric_norms.values() for n in norms}, key=len, reverse=True):
             rest = rest.replace(norm, " | ")
-        return [name for name, norms in self._entity_norms.items() if any(n in rest for n in norms)]
+        named = []
+        for name, norms in self._entity_norms.items():
+            if name in self.common:
+                if self._as_identifier(name, text):
+                    named.append(name)
+            elif any(n in rest for n in norms):
+                named.append(name)
+        return named
+
+    def _as_identifier(self, name: str, text: str) -> bool:
+        """``name`` written as an identifier: `Price`, `Prices`, or its view in backticks."""
+        view = self.entity_names[name][0]
+        if f"`{view}`" in text.lower() or f"`{view}." in text.lower():
+            return True
+        for hit in re.finditer(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?:e?s)?(?![A-Za-z0-9_])", text):
+            before = text[:hit.start()].rstrip()
+            # "Prices are in cents." starts a sentence: capitalised, but a common noun.
+            if before and before[-1] not in ".!?:\n" or any(c.isupper() for c in name[1:]):
+                return True
+        return False
 
     def physical_named(self, text: str) -> list[str]:
         """Physical table or column names that occur in ``text``."""
