@@ -577,6 +577,16 @@ CODES: dict[str, CodeInfo] = {
                "between arms.",
                "stage sft { gpus 8  arms concurrent }",
                "stage sft { gpus 8 }   # or gpus 0 to train both arms at once on CPU"),
+    "E528": _c("training examples overflow the context",
+               "An sft arm's prompt head (its system prompt and the first question) takes all the tokens the arm "
+               "trains on: `max_length` for the stripped arm, `max_length` plus the schema's extra tokens, capped "
+               "by the model's `context`, for the stuffed baseline. The tokens are counted with the tokenizer a "
+               "`tiny_moe` base trains on the recipe's corpus (other bases: an estimate, with its error stated).",
+               "The trainer keeps the start of a longer example, so no reply token would be left to train: every "
+               "example is dropped and the sft launch fails after the teacher, gate and dataset steps have run.",
+               "model tiny_moe { context 1024 }\nstage sft { base tiny_moe  max_length 512 }   # a 22-table schema",
+               "stage sft { base tiny_moe  max_length 1280 }   # and a `context` that holds the stuffed prompt,\n"
+               "eval { baseline none }                         # or no stuffed arm"),
     # ------------------------------------------------------------ importing schemas (craftc import)
     "E901": _c("import source does not exist",
                "The database, SQL file or dbt project named for `craftc import` is not there.",

@@ -24,4 +24,6 @@ def check_recipe(decl, recipe, ctx, sink, sources, workflows: bool = True) -> No
     if workflows:
         check_workflows(decl, recipe.schema_, ctx.recipe_dir, sink, sources)
     check_config(decl, recipe, sink)
-    check_stages(decl, recipe, sink)
+    from craftc.check.budget import solution_texts
+
+    check_stages(decl, recipe, sink, solution_texts(getattr(ctx, "solution_sources", {}) or {}))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from craftc.adapters import TINY_MOE_EXPERT_PARAMS, known_targets
-from craftc.check.budget import stuffed_prompt_estimate
+from craftc.check.budget import example_tokens
 from craftc.check.engines import check_engine
 from craftc.check.names import report_duplicates, unknown_name
 from craftc.diagnostics import DiagnosticSink, did_you_mean
@@ -14,7 +14,8 @@ from craftc.syntax import Block, RecipeDecl
 __all__ = ["check_stages"]
 
 
-def check_stages(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None:
+def check_stages(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink,
+                 solutions: dict[str, str] | None = None) -> None:
     """Every stage- and model-level problem, reported to ``sink``."""
     blocks = {b.name: b for b in decl.blocks if b.kind == "stage"}
     report_duplicates(((b.name, b.name_span) for b in decl.blocks if b.kind == "stage"),
@@ -39,7 +40,7 @@ def check_stages(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None
         _check_earlier_turns(recipe, s, block, sink)
         _check_warm_up(s, block, sink)
     _check_cycles(recipe.stages, blocks, sink)
-    _check_budget(decl, recipe, blocks, models, sink)
+    _check_budget(decl, recipe, blocks, models, sink, solutions or {})
 
 
 def _check_from(s: Stage, block: Block | None, stages: dict[str, Stage], sink) -> None:
@@ -223,25 +224,66 @@ def _eval_span(decl: RecipeDecl):
 
 
 def _check_budget(decl: RecipeDecl, recipe: Recipe, blocks: dict[str, Block], models: dict[str, ModelSpec],
-                  sink) -> None:
+                  sink, solutions: dict[str, str]) -> None:
+    sft = [s for s in recipe.stages if s.kind == "sft"]
     needs_stuffed = [s for s in recipe.stages if s.input == "stuffed"]
-    if not needs_stuffed and "stuffed" not in recipe.eval.arms:
+    trains_stuffed = "stuffed" in recipe.eval.arms and bool(sft)
+    if not sft and not needs_stuffed:
         return
-    estimate = stuffed_prompt_estimate(recipe)
+    counted = example_tokens(recipe, solutions)
+    how = counted.how
     for s in needs_stuffed:
         model = models.get(s.base)
-        if model is not None and estimate > model.context:
+        if model is not None and counted.head["stuffed"] >= model.context:
             block = blocks.get(s.name)
-            sink.error("E506", f"stage `{s.name}`: the stuffed prompt (about {estimate} tokens) "
-                       f"exceeds the context of model `{model.name}` ({model.context} tokens)",
+            sink.error("E506", f"stage `{s.name}`: the stuffed prompt (about {counted.head['stuffed']} tokens, "
+                       f"{how}) exceeds the context of model `{model.name}` ({model.context} tokens)",
                        setting_span(block, "input"),
                        f"use `input stripped`, or give model `{model.name}` a `context` of at "
-                       f"least {estimate}")
-    first = recipe.stages[0] if recipe.stages else None
+                       f"least {counted.longest['stuffed']}")
+    for s in sft:
+        model = models.get(s.base)
+        if model is None:
+            continue
+        block = blocks.get(s.name)
+        # The trainer keeps the start of a longer example (TRL truncation): when the prompt
+        # head alone fills `max_length`, no assistant token is left to train, every example
+        # is dropped and the launch fails. The stuffed arm gets the stripped arm's room plus
+        # its longer prompt, capped by the model's context (runtime/train/step.py).
+        room = {"stripped": min(s.max_length, model.context)}
+        room["stuffed"] = min(s.max_length + max(counted.longest["stuffed"] - counted.longest["stripped"], 0),
+                              model.context)
+        modes = ["stripped"] + (["stuffed"] if trains_stuffed and s.input != "stuffed" else [])
+        for mode in modes:
+            if counted.head[mode] < room[mode]:
+                continue
+            if mode == "stripped":
+                span = setting_span(block, "max_length") or (block.name_span if block else s.span)
+                need = counted.longest["stripped"]
+                fix = (f"set `max_length {_round_up(need)}` in `stage {s.name}`"
+                       + (f" and `context {_round_up(need)}` in `model {model.name}`" if need > model.context else ""))
+                sink.error("E528", f"stage `{s.name}`: the prompt of every stripped example (system prompt and "
+                           f"first question: {counted.head['stripped']} tokens, {how}) fills `max_length "
+                           f"{room['stripped']}`; truncation would leave no reply to train", span, fix)
+            else:
+                span = _eval_span(decl) or (block.name_span if block else s.span)
+                need = counted.longest["stuffed"]
+                sink.error("E528", f"stage `{s.name}`: the stuffed baseline's prompt (the whole schema and the "
+                           f"first question: {counted.head['stuffed']} tokens, {how}) fills the "
+                           f"{room['stuffed']} tokens its arm trains on (model `{model.name}`, context "
+                           f"{model.context}); truncation would leave no reply to train", span,
+                           f"give model `{model.name}` a `context` of at least {_round_up(need)}, or write "
+                           "`eval { baseline none }` to train and evaluate no stuffed arm")
+    first = sft[0] if sft else None
     model = models.get(first.base) if first else None
-    if "stuffed" in recipe.eval.arms and model is not None and estimate > model.context:
-        sink.warning("W511", f"the stuffed baseline (about {estimate} tokens) exceeds the "
-                     f"context of model `{model.name}` ({model.context} tokens)",
+    if trains_stuffed and model is not None and counted.head["stuffed"] < model.context < counted.longest["stuffed"]:
+        sink.warning("W511", f"the stuffed baseline's longest example (about {counted.longest['stuffed']} tokens, "
+                     f"{how}) exceeds the context of model `{model.name}` ({model.context} tokens)",
                      _eval_span(decl),
-                     f"give model `{model.name}` a `context` of at least {estimate}, or "
-                     "drop the `stuffed` arm")
+                     f"give model `{model.name}` a `context` of at least {_round_up(counted.longest['stuffed'])}, "
+                     "or drop the `stuffed` arm")
+
+
+def _round_up(tokens: int, step: int = 256) -> int:
+    """``tokens`` rounded up to a multiple of ``step``, with a tenth for margin."""
+    return -(-int(tokens * 1.1) // step) * step

@@ -174,8 +174,26 @@ def build_tokenizer(corpus: Iterable[str], vocab: int, digits: str = "merged", s
         A `PreTrainedTokenizerFast` with the ChatML specials, chat template and
         response template set.
     """
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
+
+    bpe = bpe_tokenizer(corpus, vocab, digits, spaces)
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        bos_token=None,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        chat_template=CHAT_TEMPLATE,
+        model_max_length=DEFAULT_SPEC["context"],
+    )
+    tok.response_template = RESPONSE_TEMPLATE
+    return tok
+
+
+def bpe_tokenizer(corpus: Iterable[str], vocab: int, digits: str = "merged", spaces: str = "merged"):
+    """The `tokenizers.Tokenizer` that :func:`build_tokenizer` wraps: the same corpus gives the
+    same merges, so `craftc check` counts a recipe's prompts with the tokenizer the sft step
+    will train (without importing transformers)."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
     # A list, not a generator: a fixed order is part of what makes the build reproducible.
     texts = [t for t in corpus if t]
@@ -201,16 +219,7 @@ def build_tokenizer(corpus: Iterable[str], vocab: int, digits: str = "merged", s
         show_progress=False,
     )
     bpe.train_from_iterator(texts, trainer)
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=bpe,
-        bos_token=None,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        chat_template=CHAT_TEMPLATE,
-        model_max_length=DEFAULT_SPEC["context"],
-    )
-    tok.response_template = RESPONSE_TEMPLATE
-    return tok
+    return bpe
 
 
 def _model_config(spec: dict, tok):
