@@ -32,6 +32,17 @@ __all__ = ["run_sft_step", "adopt_sft_step", "base_model_dir", "planned_tokens",
 ARMS = tuple(SFT_ARMS.items())          # (arm, dataset mode)
 
 
+def trained_arms(recipe) -> tuple[tuple[str, str], ...]:
+    """The (arm, dataset mode) pairs the sft step trains: the stuffed baseline only when eval
+    compares against it (`eval { baseline none }` drops it from both).
+
+    >>> from types import SimpleNamespace as NS
+    >>> trained_arms(NS(eval=NS(arms=("craft", "sft_only"))))
+    (('craft', 'stripped'),)
+    """
+    return tuple((arm, mode) for arm, mode in ARMS if arm != "stuffed" or "stuffed" in recipe.eval.arms)
+
+
 def _model_spec(ctx: StepContext, stage: Stage) -> ModelSpec | None:
     return next((spec for spec in ctx.plan.recipe.models if spec.name == stage.base), None)
 
@@ -214,6 +225,7 @@ def run_sft_step(ctx: StepContext) -> StepResult:
     from runtime.train.launch import PreflightError, launch_stage, launch_stages_concurrently, preflight
 
     stage = sft_stage(ctx.plan.recipe)
+    arms = trained_arms(ctx.plan.recipe)
     data_dir = ctx.input(DATASET_DIR)
     model_dir = base_model_dir(ctx, stage, ctx.input(CORPUS))
     trl_kwargs = json.loads(ctx.artifact(f"stages/{stage.name}/trl_config.json").read_text(encoding="utf-8"))
@@ -247,7 +259,7 @@ def run_sft_step(ctx: StepContext) -> StepResult:
     context = _model_spec(ctx, stage).context
     cut_after = curriculum["cut_after"] if curriculum else None
     try:
-        measured = {mode: example_lengths(model_dir, data_dir / mode, curriculum) for _, mode in ARMS}
+        measured = {mode: example_lengths(model_dir, data_dir / mode, curriculum) for _, mode in arms}
     except CurriculumError as exc:
         raise StepError(str(exc)) from None
     lengths = {mode: counts.whole for mode, counts in measured.items()}
@@ -283,7 +295,10 @@ def run_sft_step(ctx: StepContext) -> StepResult:
                               f"first turns{through} (`prefix_renames {curriculum['renames']}`); {counted.not_renamed:,} "
                               "conversations get no renamed copy: their first question names none of their names")
     configs: dict[str, Path] = {}
-    for arm, mode in ARMS:
+    if len(arms) < len(ARMS):
+        ctx.console.print("sft: no stuffed baseline arm (`eval { baseline none }`)")
+    metrics["arms"] = [arm for arm, _ in arms]
+    for arm, mode in arms:
         max_length = arm_max_length(trl_kwargs["max_length"], context, longest[mode], longest["stripped"])
         # The two values the step measures instead of compiling; the config records them.
         overrides = {"max_length": max_length}
@@ -323,10 +338,10 @@ def run_sft_step(ctx: StepContext) -> StepResult:
         # The stuffed arm, on the longest examples, is the one still training when the other
         # ends (its attention costs more per token); it takes the freed cores.
         metrics["commands"] = launch_stages_concurrently(ctx, "sft", stage.name, configs, processes,
-                                                         takers=tuple(a for a, mode in ARMS if mode == "stuffed"))
+                                                         takers=tuple(a for a, mode in arms if mode == "stuffed"))
     if ctx.launch:
-        metrics.update({arm: _arm_summary(ctx, ctx.out_dir, arm) for arm, _ in ARMS})
-    return StepResult(metrics=metrics, outputs=tuple(sft_final(arm).path for arm, _ in ARMS) if ctx.launch else ())
+        metrics.update({arm: _arm_summary(ctx, ctx.out_dir, arm) for arm, _ in arms})
+    return StepResult(metrics=metrics, outputs=tuple(sft_final(arm).path for arm, _ in arms) if ctx.launch else ())
 
 
 def _arm_summary(ctx: StepContext, step_dir: Path, arm: str) -> dict:
@@ -341,4 +356,4 @@ def _arm_summary(ctx: StepContext, step_dir: Path, arm: str) -> dict:
 def adopt_sft_step(ctx: StepContext, step_dir: Path) -> dict:
     """The metrics of an sft step prepared with `--no-launch` and trained by hand."""
     manifest = json.loads((step_dir / MANIFEST).read_text(encoding="utf-8"))
-    return {**manifest["metrics"], **{arm: _arm_summary(ctx, step_dir, arm) for arm, _ in ARMS}}
+    return {**manifest["metrics"], **{arm: _arm_summary(ctx, step_dir, arm) for arm, _ in trained_arms(ctx.plan.recipe)}}
