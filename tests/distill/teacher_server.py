@@ -53,6 +53,7 @@ class TeacherServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"       # keep-alive: the client pools its connections
+            disable_nagle_algorithm = True     # headers and body are two writes: no delayed-ACK stall
 
             def log_message(self, *args):
                 pass
