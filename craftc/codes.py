@@ -171,6 +171,11 @@ CODES: dict[str, CodeInfo] = {
                "The binding creates one view per entity under its logical name; a table of the same name would be replaced by it.",
                "entity Geo { key id  field name string }",
                'entity Geo { table "raw.geo"  key id  field name string }'),
+    "W115": _c("doc is still the import placeholder",
+               "A schema or entity `doc` is the text `craftc import` wrote (`Imported from warehouse.duckdb`), not a description.",
+               "Docs are what the model reads about the warehouse: they reach the system prompt, the view comments and `api.describe`. A file name tells it nothing.",
+               'schema ads version 1 {\n  doc "Imported from ads.duckdb"',
+               'schema ads version 1 {\n  doc "Daily ad delivery and spend of every advertiser, by campaign and ad group"'),
     # ------------------------------------------------------------ types, values, ranges
     "E201": _c("unknown setting",
                "A block holds a key that its kind does not know.",
@@ -331,6 +336,16 @@ CODES: dict[str, CodeInfo] = {
                "The check compares a turn's rows with the turn before it.",
                'workflow w { ... check subset_of previous }',
                'conversation c { turn "..." check columns (a)  turn "only x" check subset_of previous }'),
+    "E318": _c("solution SQL does not parse",
+               "A query of a reference solution (an `api.query(...)` string) is not valid DuckDB SQL: `craftc check` parses every one with sqlglot in the DuckDB dialect, with `${param}` placeholders as literals.",
+               "The reference would fail on every instance; only a run (or `check --preflight`) would find out, after building the warehouse.",
+               'result = api.query("SELEC name FROM campaign")',
+               'result = api.query("SELECT name FROM campaign")'),
+    "E319": _c("solution SQL calls an unknown function",
+               "A query of a reference solution calls a function that is not in DuckDB's function catalog (`duckdb_functions()`, read from an empty in-memory database, no data).",
+               "DuckDB would refuse the query (a Catalog Error) on every instance.",
+               'SELECT date_trunc_day(date), sum(clicks) FROM daily_stat GROUP BY 1',
+               "SELECT date_trunc('day', date), sum(clicks) FROM daily_stat GROUP BY 1"),
     "E315": _c("reference solution fails on the warehouse",
                "`craftc check --preflight` built the warehouse as the world step does, drew the instances a run draws and ran each reference solution: for some instances it raises (e.g. a KeyError for one param value) or returns no rows.",
                "The gate skips those instance turns (there is nothing to compare candidates with), so the workflow silently loses training data; a reference that fails everywhere loses all of it.",
@@ -642,6 +657,13 @@ CODES: dict[str, CodeInfo] = {
                "dbt_project.yml configures models; property files (models/*.yml) describe them.",
                "craftc import models/config.yml   # models: {my_project: {+materialized: view}}",
                "craftc import dbt_project.yml     # imports the whole project"),
+    "E911": _c("--docs-from matches no table",
+               "`craftc import SOURCE --docs-from DBT` found none of the tables DBT describes among the "
+               "tables of SOURCE (by name, case-insensitively, or by the last part of the name).",
+               "Every doc and test of DBT would be dropped and the spec written without them; that is a "
+               "wrong --docs-from, not a warehouse without docs.",
+               "craftc import ads.duckdb --docs-from other_project/",
+               "craftc import ads.duckdb --docs-from ads_project/   # the project whose sources name these tables"),
 }
 
 

@@ -156,6 +156,7 @@ class SchemaDecl:
     entities: tuple[EntityDecl, ...]
     metrics: tuple[MetricDecl, ...]
     span: Span
+    doc_spans: tuple[Span, ...] = ()     # where each of ``docs`` is written
 
 
 @dataclass(frozen=True)

@@ -239,6 +239,7 @@ class ToSyntax(Transformer):
             entities=tuple(x for x in items if isinstance(x, EntityDecl)),
             metrics=tuple(x for x in items if isinstance(x, MetricDecl)),
             span=self._span(meta),
+            doc_spans=tuple(x[2] for x in items if isinstance(x, tuple) and x[0] == "doc"),
         )
 
     # ------------------------------------------------------------ workflows

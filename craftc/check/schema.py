@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from craftc.check.names import report_duplicates, unknown_name, where
 from craftc.diagnostics import DiagnosticSink, did_you_mean
 from craftc.lower import SCALAR_TYPES, expr_columns, snake_case
@@ -10,6 +12,8 @@ from craftc.syntax import EntityDecl, Expr, SchemaDecl
 __all__ = ["check_schema", "METRIC_FUNCTIONS", "entity_columns"]
 
 METRIC_FUNCTIONS = ("sum", "avg", "count", "count_distinct", "min", "max")
+# The doc `craftc import` writes until someone describes the warehouse (W115).
+IMPORT_PLACEHOLDER = re.compile(r"^Imported from \S")
 
 
 def entity_columns(e: EntityDecl) -> dict[str, object]:
@@ -35,6 +39,23 @@ def check_schema(decl: SchemaDecl, sink: DiagnosticSink) -> None:
     columns = {name: entity_columns(e) for name, e in by_name.items()}
     for m in decl.metrics:
         _check_expr(m.expr, entities, columns, sink)
+    _check_placeholder_docs(decl, sink)
+
+
+def _check_placeholder_docs(decl: SchemaDecl, sink: DiagnosticSink) -> None:
+    """W115: a doc that is still the text `craftc import` wrote reaches the prompt as is."""
+    spans = decl.doc_spans or (decl.span,) * len(decl.docs)
+    for doc, span in zip(decl.docs, spans):
+        if IMPORT_PLACEHOLDER.match(doc):
+            sink.warning("W115", f"the doc of schema `{decl.name}` is still the import placeholder "
+                                 f"`{doc[:60]}`", span,
+                         "describe the warehouse in a sentence or two: the model reads this doc in its "
+                         "prompt")
+    for e in decl.entities:
+        for doc in e.docs:
+            if IMPORT_PLACEHOLDER.match(doc):
+                sink.warning("W115", f"the doc of entity `{e.name}` is still the import placeholder",
+                             e.name_span, "say what one row of the table is")
 
 
 def _check_tables(decl: SchemaDecl, sink: DiagnosticSink) -> None:
@@ -60,6 +81,7 @@ def _check_entity(e: EntityDecl, entities: dict, sink: DiagnosticSink) -> None:
     members = [(k.name, k.name_span) for k in e.keys] + [(r.name, r.name_span) for r in e.refs]
     members += [(f.name, f.name_span) for f in e.fields]
     report_duplicates(members, f"member of `{e.name}`", sink)
+    _check_view_columns(e, sink)
     for f in e.fields:
         _check_type(f, sink)
     targets: dict[str, list] = {}
@@ -76,6 +98,21 @@ def _check_entity(e: EntityDecl, entities: dict, sink: DiagnosticSink) -> None:
                          refs[1].name_span,
                          f'give each ref a doc string: `ref {undocumented[0].name} -> {target} '
                          '"what this link means"`')
+
+
+def _check_view_columns(e: EntityDecl, sink: DiagnosticSink) -> None:
+    """A ref adds the view column `<ref>_id`: it must not be the name of another member, or
+    the view would hold two columns of that name (DuckDB renames the second `<name>_1`)."""
+    taken = {k.name.lower(): f"key `{k.name}`" for k in e.keys[:1]}
+    taken.update({f.name.lower(): f"field `{f.name}`" for f in e.fields})
+    for r in e.refs:
+        column = f"{r.name}_id"
+        other = taken.get(column.lower())
+        if other is not None:
+            sink.error("E101", f"entity `{e.name}`: ref `{r.name}` adds the view column `{column}`, "
+                               f"which is the name of its {other}", r.name_span,
+                       f"rename the ref (`ref {r.name}_ref -> {r.target}`) or the {other.split()[0]}")
+        taken[column.lower()] = f"ref `{r.name}`"
 
 
 def _check_type(f, sink: DiagnosticSink) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -34,7 +35,7 @@ if TYPE_CHECKING:       # sqlglot is imported only when a solution is not in the
     from sqlglot.optimizer.scope import Scope
 
 __all__ = ["Read", "solution_reads", "missing_reads", "frame_column_misses", "schema_views",
-           "parse_solution"]
+           "parse_solution", "SqlProblem", "sql_problems", "solution_sql_problems", "duckdb_function_names"]
 
 
 def schema_views(entities) -> dict[str, set[str]]:
@@ -57,6 +58,71 @@ def _queries(text: str) -> list[tuple[str, str, int]]:
     found = [("query", s.sql, s.line) for s in sql_strings(rendered, tree)]
     found += [("table", view, line) for view, line in table_calls(tree)]
     return sorted(found, key=lambda q: q[2])
+
+
+@dataclass(frozen=True)
+class SqlProblem:
+    """A query that DuckDB would refuse before reading any data: bad syntax, an unknown function."""
+
+    kind: str          # "syntax" or "function"
+    message: str
+    line: int
+    col: int = 1
+    name: str = ""     # the unknown function
+
+
+@lru_cache(maxsize=1)
+def duckdb_function_names() -> frozenset[str]:
+    """Every function and macro name of DuckDB's catalog (an in-memory database, no data)."""
+    import duckdb
+
+    con = duckdb.connect(config={"threads": 1})
+    try:
+        names = con.execute("SELECT DISTINCT lower(function_name) FROM duckdb_functions()").fetchall()
+    finally:
+        con.close()
+    return frozenset(n for (n,) in names)
+
+
+def _sql_problems(sql: str, line: int) -> list[SqlProblem]:
+    from sqlglot import exp
+
+    from craftc.sql_facts import sql_error
+
+    error = sql_error(sql)
+    if error is not None:
+        found = re.search(r"Line (\d+), Col: (\d+)", error)
+        at_line = line + (int(found.group(1)) - 1 if found else 0)
+        message = re.sub(r"\.?\s*Line \d+, Col: \d+\.?", "", error).strip().rstrip(".")
+        return [SqlProblem("syntax", message, at_line)]
+    tree = parse_sql(sql)
+    if tree is None:
+        return []
+    known = duckdb_function_names()
+    out = []
+    for call in tree.find_all(exp.Anonymous):
+        name = str(call.name)
+        if name and PLACEHOLDER not in name and name.lower() not in known:
+            out.append(SqlProblem("function", f"DuckDB has no function `{name}`",
+                                  line + _line_offset(sql, name), name=name))
+    return out
+
+
+def sql_problems(text: str) -> list[SqlProblem]:
+    """Syntax errors and unknown functions in a solution's SQL, placed in the solution file."""
+    lines = text.splitlines()
+    out = []
+    for kind, arg, line in _queries(text):
+        if kind != "query":
+            continue
+        for p in _sql_problems(arg, line):
+            if p.name and 1 <= p.line <= len(lines):
+                found = re.search(rf"\b{re.escape(p.name)}\s*\(", lines[p.line - 1])
+                p = SqlProblem(p.kind, p.message, p.line, found.start() + 1 if found else 1, p.name)
+            elif 1 <= p.line <= len(lines):
+                p = SqlProblem(p.kind, p.message, p.line, len(lines[p.line - 1]) - len(lines[p.line - 1].lstrip()) + 1)
+            out.append(p)
+    return out
 
 
 def _select_aliases(scope: Scope) -> set[str]:
@@ -156,23 +222,25 @@ def _views_of(key: tuple) -> dict[str, set[str]]:
 
 
 @lru_cache(maxsize=512)
-def _findings(text: str, views_key: tuple) -> tuple[tuple[Read, ...], tuple]:
-    """(reads, frame misses) of one solution, from the disk cache when it has them."""
+def _findings(text: str, views_key: tuple) -> tuple[tuple[Read, ...], tuple, tuple]:
+    """(reads, frame misses, SQL problems) of one solution, from the disk cache when it has them."""
     digest = read_cache.views_digest(views_key)
     cached = read_cache.lookup(text, digest)
     if cached is not None:
         try:
             return (tuple(Read(*r) for r in cached["reads"]),
-                    tuple(FrameMiss(*m[:5], tuple(m[5])) for m in cached["misses"]))
+                    tuple(FrameMiss(*m[:5], tuple(m[5])) for m in cached["misses"]),
+                    tuple(SqlProblem(*p) for p in cached["sql"]))
         except (KeyError, TypeError):
             pass
     found = _compute_findings(text, _views_of(views_key))
     read_cache.store(text, digest, {"reads": [list(vars(r).values()) for r in found[0]],
-                                    "misses": [list(vars(m).values()) for m in found[1]]})
+                                    "misses": [list(vars(m).values()) for m in found[1]],
+                                    "sql": [list(vars(p).values()) for p in found[2]]})
     return found
 
 
-def _compute_findings(text: str, views: dict[str, set[str]]) -> tuple[tuple[Read, ...], tuple]:
+def _compute_findings(text: str, views: dict[str, set[str]]) -> tuple[tuple[Read, ...], tuple, tuple]:
     tree = parse_solution(text)
     reads: list[Read] = []
     for kind, arg, line in _queries(text):
@@ -180,7 +248,7 @@ def _compute_findings(text: str, views: dict[str, set[str]]) -> tuple[tuple[Read
     reads += frame_reads(tree, views)
     lines = text.splitlines()
     placed = [_placed(r, lines) for r in sorted(reads, key=lambda r: r.line)]
-    return tuple(dict.fromkeys(placed)), tuple(frame_misses(tree, views))
+    return tuple(dict.fromkeys(placed)), tuple(frame_misses(tree, views)), tuple(sql_problems(text))
 
 
 def _reads_cached(text: str, views_key: tuple) -> tuple[Read, ...]:
@@ -237,3 +305,8 @@ def missing_reads(text: str, views: dict[str, set[str]], key: tuple | None = Non
 def frame_column_misses(text: str, views: dict[str, set[str]], key: tuple | None = None) -> list:
     """Subscripts of ``api.query`` frames that name a column the query does not return."""
     return list(_findings(text, key if key is not None else _key(views))[1])
+
+
+def solution_sql_problems(text: str, views: dict[str, set[str]], key: tuple | None = None) -> list[SqlProblem]:
+    """SQL of the solution that does not parse (DuckDB dialect) or calls a function DuckDB lacks."""
+    return list(_findings(text, key if key is not None else _key(views))[2])

@@ -6,7 +6,9 @@ import re
 from pathlib import Path
 
 from craftc.check.names import report_duplicates, unknown_name, where
-from craftc.check.solution_sql import frame_column_misses, missing_reads, schema_views, views_key
+from craftc.check.solution_sql import (
+    frame_column_misses, missing_reads, schema_views, solution_sql_problems, views_key,
+)
 from craftc.diagnostics import DiagnosticSink, did_you_mean, span_at
 from craftc.check.result_checks import check_turn_checks
 from craftc.ir import REFERENCE_KINDS, Schema, Span
@@ -225,6 +227,21 @@ def _check_solution_reads(w: WorkflowDecl, t: TurnDecl, text: str, name: str, in
                    span_at(name, read.line, read.col, len(read.column or read.view)),
                    f"restore it in the schema, {mapped}, or update `{name}` (line {read.line})",
                    (named_at,))
+    for problem in solution_sql_problems(text, index.views, index.views_key):
+        sources.setdefault(name, text)
+        if problem.kind == "syntax":
+            sink.error("E318", f"the SQL of the solution of workflow `{w.name}` does not parse: {problem.message}",
+                       span_at(name, problem.line, problem.col),
+                       f"fix the query in `{name}` (line {problem.line}); it is parsed as DuckDB SQL",
+                       (named_at,))
+        else:
+            guess = did_you_mean(problem.name.lower(), sorted(_function_names()))
+            sink.error("E319", f"the SQL of the solution of workflow `{w.name}` calls `{problem.name}`, "
+                               "which is not a DuckDB function",
+                       span_at(name, problem.line, problem.col, len(problem.name)),
+                       f"did you mean `{guess}`?" if guess else
+                       "use a function of DuckDB's catalog (`SELECT function_name FROM duckdb_functions()`)",
+                       (named_at,))
     for miss in frame_column_misses(text, index.views, index.views_key):
         guess = did_you_mean(miss.column, miss.columns)
         sources.setdefault(name, text)
@@ -249,3 +266,9 @@ def _bad_expectation(e, sink: DiagnosticSink) -> None:
         "max_rows": "expect max_rows 10", "nonempty": "expect nonempty",
     }[e.kind]
     sink.error("E307", f"bad arguments for `expect {e.kind}`", e.span, f"write `{usage}`")
+
+
+def _function_names() -> frozenset[str]:
+    from craftc.check.solution_sql import duckdb_function_names
+
+    return duckdb_function_names()
