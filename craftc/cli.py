@@ -56,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--preflight", action="store_true",
                    help="also build the warehouse (in a temp dir) and run every reference solution "
-                        "through the gates, as a run would, before any teacher is called (E310, E311)")
+                        "through the gates, as a run would, before any teacher is called (E315, E316, W317)")
+    p.add_argument("--profile", metavar="NAME", help="check the recipe with a profile it declares applied")
 
     p = sub.add_parser("diff", help="compare two plans (exit 0 same, 2 different, 1 error)")
     p.add_argument("sides", nargs="+", metavar="A B", help="two plan dirs or recipes, or one recipe with --rev")

@@ -21,7 +21,7 @@ from lark.exceptions import (
 )
 
 from craftc.cache import cache_subdir, content_key
-from craftc.diagnostics import Diagnostic, span_at
+from craftc.diagnostics import Diagnostic, did_you_mean, span_at
 from craftc.syntax import SourceFile
 from craftc.to_syntax import ToSyntax
 
@@ -100,6 +100,9 @@ _TERMINAL_WORDS = {
     "SAME_ROWS_AS": "`same_rows_as solution`", "$END": "the end of the file",
 }
 _VALUE_TERMINALS = {"STRING", "NUMBER", "DURATION", "PERCENT", "NAME", "ENV"}
+# The blocks a recipe holds (grammar.lark, `_recipe_item`): a misspelt one is suggested.
+BLOCK_NAMES = ("workflow", "conversation", "tool", "format", "teacher", "judge", "gate", "reward", "model",
+               "stage", "profile", "eval")
 
 
 def _describe_terminal(name: str) -> str:
@@ -341,6 +344,21 @@ def _unexpected_token(err: UnexpectedToken, text: str, file: str) -> Diagnostic:
     if expected == {"STRING"} and previous is not None:
         return Diagnostic("E005", "error", f"expected a string after `{previous}`", span,
                           f'write `{previous} "..."`')
+    if tok.type == "RPAR" and previous is not None and str(previous) == "(" and \
+            text[:previous.start_pos].rstrip().endswith("one_of"):
+        start = text[:previous.start_pos].rstrip()
+        line, col = _line_col(text, len(start) - len("one_of"))
+        return Diagnostic("E005", "error", "`one_of()` lists no values", span_at(file, line, col, 8),
+                          'list the values to draw from: `one_of(7, 14, 30)` or `one_of("search", "display")`')
+    if tok.type == "LBRACE" and previous is not None and previous.type == "NAME":
+        word = str(previous).lower()
+        guess = did_you_mean(word, BLOCK_NAMES) or next(
+            (b for b in BLOCK_NAMES if word.startswith(b) or (len(word) >= 3 and b.startswith(word))), None)
+        where = span_at(file, previous.line, previous.column, len(str(previous)))
+        return Diagnostic("E005", "error", f"unknown block `{previous}`", where,
+                          f"did you mean `{guess} {{ ... }}`?" if guess else
+                          f"a recipe's blocks are {', '.join(f'`{b}`' for b in BLOCK_NAMES)}; "
+                          f"a setting is written `{previous} VALUE`")
     if expected and expected <= (_VALUE_TERMINALS | {"LBRACE"}) and previous is not None:
         return Diagnostic("E005", "error", f"expected a value after `{previous}`", span,
                           f"write a value, e.g. `{previous} 3`, or remove `{previous}`")

@@ -48,9 +48,49 @@ def preflight(load, recipe_path: Path, console: Console | None = None) -> list[D
             instances = _instances(plan, plan_dir, warehouse)
             outcomes, skipped, candidates = _gate(plan, instances, warehouse)
         except StepError as err:
-            return [Diagnostic("E315", "error", f"the preflight could not run the references: {err}",
-                               load.recipe.span, "fix the problem above and run `craftc check --preflight` again")]
+            return [_located_failure(load, str(err))]
     return _diagnostics(load, instances, outcomes, skipped, candidates)
+
+
+_PARAM = re.compile(r"param `([A-Za-z_]\w*)`")
+_DUCKDB_ERROR = re.compile(r"(Binder|Catalog|Conversion|Parser) Error: (.*)")
+_QUOTED = re.compile(r'"([^"]+)"|`([^`]+)`')
+
+
+def _located_failure(load, message: str) -> Diagnostic:
+    """The preflight could not get as far as the references: put the error at the line that
+    holds the fix (the param, the entity of the schema whose table drifted) and name the
+    command that shows more."""
+    recipe = load.recipe
+    first = message.strip().splitlines()[0] if message.strip() else "unknown error"
+    named = _PARAM.search(message)
+    if named:
+        for w in recipe.workflows:
+            for p in w.params:
+                if p.name == named.group(1) and (p.entity is None or f"{p.entity}.{p.field}" in message):
+                    no_values = "no non-null values" in message
+                    return Diagnostic(
+                        "E315", "error", f"workflow `{w.name}`: {first}", p.span or w.span or recipe.span,
+                        f"draw `{p.name}` from a field that holds values (`param {p.name} from Entity.field`), "
+                        f"or list them (`param {p.name} one_of(...)`)" if no_values else
+                        f"fix `param {p.name}` of `{w.name}`, then run `craftc check --preflight` again")
+    duck = _DUCKDB_ERROR.search(message)
+    schema = recipe.schema
+    if duck and schema is not None:
+        names = {a or b for a, b in _QUOTED.findall(duck.group(2))}
+        for e in schema.entities:
+            bound = {e.table, e.table.split(".")[-1], e.view, e.key.column} | {f.column for f in e.fields} \
+                | {r.column for r in e.refs}
+            if names & bound or e.view in message or f'"{e.table.split(".")[-1]}"' in message:
+                source = recipe.warehouse or "the warehouse"
+                return Diagnostic(
+                    "E315", "error", f"entity `{e.name}` no longer matches {source}: "
+                                     f"DuckDB {duck.group(1)} Error: {duck.group(2)[:200]}",
+                    e.span or recipe.span,
+                    f"run `craftc import {source} --check {schema.source}` to list what changed, then "
+                    "update the entity's bindings (or re-import the schema)")
+    return Diagnostic("E315", "error", f"the preflight could not run the references: {first}",
+                      recipe.span, "fix the problem above and run `craftc check --preflight` again")
 
 
 def _world(load, recipe_path: Path, tmp: Path, console: Console):

@@ -14,7 +14,8 @@ __all__ = ["run"]
 
 def run(args) -> int:
     # A schema spec is checked on its own; a recipe together with the schema it uses.
-    results = [(recipe, (load_schema if looks_like_schema(Path(recipe)) else load_recipe)(recipe))
+    profile = getattr(args, "profile", None)
+    results = [(recipe, load_schema(recipe) if looks_like_schema(Path(recipe)) else load_recipe(recipe, profile))
                for recipe in args.recipes]
     if args.preflight:
         for recipe, load in results:
