@@ -14,7 +14,7 @@ import re
 from craftc.importer.names import camel_words
 
 __all__ = ["type_kind", "is_id_like", "id_base", "table_aliases", "singular", "is_version_column",
-           "entity_words", "KEYABLE_KINDS"]
+           "entity_words", "KEYABLE_KINDS", "common_prefixes"]
 
 INT_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "INT", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
              "UINTEGER", "UBIGINT", "UHUGEINT", "INT64", "INT4", "INT8", "INT2", "NUMBER", "LONG", "SHORT")
@@ -27,6 +27,7 @@ ID_SUFFIX = re.compile(r"_(id|key|sk|uuid)$")
 # Columns that mark one version of a row: SCD validity, snapshot and sync timestamps.
 VERSION_COLUMNS = re.compile(
     r"^(dbt_)?(valid_from|valid_to|valid_until|effective_from|effective_to|start_date|end_date|updated_at)$"
+    r"|^(last_)?(modified|updated|changed)_(time|at|timestamp|date)$|^(modified|update|updated)_?time$"
     r"|^_fivetran_(synced|start|end|active)$|^(is_current|is_most_recent_record|snapshot_(date|at))$"
     r"|^(_?(airbyte|stitch|sdc)_\w*(extracted|synced|batched)\w*)$|^_loaded_at$")
 
@@ -85,12 +86,44 @@ def entity_words(table: str) -> list[str]:
     return words
 
 
-def table_aliases(table: str) -> list[str]:
-    """What an id column may call a table, strongest first (singular, affixes and history
-    suffixes stripped): an `ad_group_id` names `ad_group_history` as well as `ad_groups`."""
+def common_prefixes(tables: list[str]) -> tuple[str, ...]:
+    """Word prefixes a connector puts before every table name (`pw_`, `tiktok_ads_`): a
+    prefix of one or two words that at least two tables and three quarters of all tables
+    share, and that is not itself the name of a table (`ad_` of `ad_history`, `ad_stats`).
+
+    Example:
+        >>> common_prefixes(["pw_campaign_history", "pw_ad_report_daily", "pw_advertiser"])
+        ('pw_',)
+    """
+    bases = ["_".join(camel_words(t.split(".")[-1])) for t in tables]
+    # A word that is itself a table (`ad` of `ad_history`) is an entity, not a prefix.
+    entities = {HISTORY_SUFFIX.sub("", TABLE_AFFIXES.sub("", b)) for b in bases}
+    entities |= {singular(e) for e in entities}
+    found = []
+    for n_words in (2, 1):
+        counts: dict[str, int] = {}
+        for b in bases:
+            words = b.split("_")
+            if len(words) > n_words:
+                prefix = "_".join(words[:n_words]) + "_"
+                counts[prefix] = counts.get(prefix, 0) + 1
+        for prefix, n in sorted(counts.items()):
+            if n >= 2 and 4 * n >= 3 * len(bases) and prefix[:-1] not in entities \
+                    and not any(f.startswith(prefix) for f in found):
+                found.append(prefix)
+    return tuple(found)
+
+
+def table_aliases(table: str, prefixes: tuple[str, ...] = ()) -> list[str]:
+    """What an id column may call a table, strongest first (singular, affixes, a common
+    prefix of the warehouse's tables and history suffixes stripped): an `ad_group_id` names
+    `ad_group_history` as well as `ad_groups` and `pw_ad_group_history`."""
     base = "_".join(camel_words(table.split(".")[-1]))
+    unprefixed = next((base[len(p):] for p in prefixes if base.startswith(p) and len(base) > len(p)), base)
     out = []
-    for name in (base, TABLE_AFFIXES.sub("", base), HISTORY_SUFFIX.sub("", TABLE_AFFIXES.sub("", base))):
+    for name in (base, TABLE_AFFIXES.sub("", base), HISTORY_SUFFIX.sub("", TABLE_AFFIXES.sub("", base)),
+                 unprefixed, TABLE_AFFIXES.sub("", unprefixed),
+                 HISTORY_SUFFIX.sub("", TABLE_AFFIXES.sub("", unprefixed))):
         for alias in (name, "_".join(name.split("_")[:-1] + [singular(name.split("_")[-1])]) if name else ""):
             if alias and alias not in out:
                 out.append(alias)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from craftc.diagnostics import Diagnostic, span_at
 from craftc.importer.dbt_yaml import relation_name
+from craftc.importer.merge import merge_same_relation
 from craftc.importer.model import ImportFailed, SourceColumn, SourceTable
 
 __all__ = ["read_dbt_artifacts", "artifact_kind"]
@@ -67,6 +68,8 @@ def read_dbt_artifacts(path: Path) -> tuple[list[SourceTable], list[str]]:
     catalog = data if kind == "catalog" else (_load_json(other) if sibling == "catalog" else None)
     notes = [f"types from {other.name}" if kind == "manifest" else f"docs and tests from {other.name}"] if sibling else []
     tables = _from_manifest(manifest, catalog, shown) if manifest else _from_catalog(catalog, shown)
+    # A seed and a source (or a snapshot and a model) may name one relation: one table.
+    tables = merge_same_relation(tables, notes)
     if not tables:
         raise _fail("E904", f"`{shown}` describes no models, seeds or sources with columns", shown,
                     help="run `dbt docs generate` against a built warehouse, then import target/catalog.json")
@@ -85,7 +88,8 @@ def _from_catalog(catalog: dict, shown: str) -> list[SourceTable]:
     tables = []
     for _, node in sorted(_catalog_nodes(catalog).items()):
         meta = node.get("metadata") or {}
-        st = SourceTable(name=_relation(meta), comment=str(meta.get("comment") or ""), file=shown)
+        st = SourceTable(name=_relation(meta), comment=str(meta.get("comment") or ""), file=shown,
+                         kind="a catalog entry")
         for col in sorted((node.get("columns") or {}).values(), key=lambda c: c.get("index", 0)):
             st.columns.append(SourceColumn(name=str(col.get("name")), type=str(col.get("type") or "VARCHAR").upper(),
                                            comment=str(col.get("comment") or "")))
@@ -102,7 +106,8 @@ def _from_manifest(manifest: dict, catalog: dict | None, shown: str) -> list[Sou
     for uid, node in sorted(nodes.items()):
         if node.get("resource_type") not in TABLE_KINDS:
             continue
-        st = SourceTable(name=_relation(node), comment=str(node.get("description") or "").strip(), file=shown)
+        st = SourceTable(name=_relation(node), comment=str(node.get("description") or "").strip(), file=shown,
+                         kind=f"a dbt {node.get('resource_type')}")
         typed = {str(n).lower(): c for n, c in ((types.get(uid) or {}).get("columns") or {}).items()}
         declared = node.get("columns") or {}
         # The warehouse's column order when the catalog has it, then columns only documented.

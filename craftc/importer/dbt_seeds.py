@@ -67,6 +67,9 @@ def add_seed_evidence(tables: list[SourceTable], csvs: list[Path], notes: list[s
 def _copy_evidence(seed: SourceTable, st: SourceTable) -> None:
     columns = {c.name.lower(): c for c in seed.columns}
     st.rows = seed.rows
+    names = {c.name.lower(): c.name for c in st.columns}
+    st.unique_sets = [tuple(names[n.lower()] for n in s) for s in seed.unique_sets
+                      if all(n.lower() in names for n in s)]
     for col in st.columns:
         found = columns.get(col.name.lower())
         if found is None:
@@ -74,5 +77,6 @@ def _copy_evidence(seed: SourceTable, st: SourceTable) -> None:
         if not col.type_known:
             col.type, col.type_known = found.type, True
         col.non_null, col.distinct, col.value_set = found.non_null, found.distinct, found.value_set
+        col.value_counts = found.value_counts
         if not col.values_declared:
             col.values = found.values

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from craftc.importer.conventions import entity_words, id_base, is_id_like, type_kind
 from craftc.importer.keys import choose_key
 from craftc.importer.model import SourceColumn, SourceTable
-from craftc.importer.names import NameAllocator, identifier, is_name
+from craftc.importer.names import NameAllocator, camel_words, identifier, is_name
 from craftc.importer.refs import TableIndex, break_cycles, find_ref
 from craftc.lower import snake_case       # the view name the compiler gives an entity
 
@@ -29,9 +29,21 @@ __all__ = ["InferredField", "InferredRef", "InferredEntity", "infer_entities", "
 
 MONEY_WORDS = re.compile(r"(cost|spend|amount|amt|price|budget|revenue|fee|total|paid)")
 MONEY_SUFFIXES = (("_micros", 1e-6), ("_cents", 0.01))
+# Docs that say a number is money in a minor unit: (pattern, scale, what the guess says).
+MONEY_DOCS = (
+    (re.compile(r"\b(in|as) micros\b|\bmicro[- ]?(units|dollars|currency)\b|\bmillionths\b", re.I), 1e-6, "micros"),
+    (re.compile(r"\b(in|as) cents\b|\bsmallest (currency|money) unit\b|\bminor (currency )?units?\b", re.I),
+     0.01, "cents"),
+)
+# A doc that lists a column's values: "One of ACTIVE, PAUSED or DELETED", "Possible values: `A`, `B`".
+VALUE_LIST_DOC = re.compile(r"\b(?:one of|possible values(?: are)?|allowed values(?: are)?|valid values(?: are)?|"
+                            r"values?:|either)\s*:?\s*(.+)", re.I)
 ENUM_MIN_ROWS = 20
 ENUM_MAX_VALUES = 12
 ENUM_MIN_REPEAT = 2
+# Values seen once, as a share of the rows, estimate the share of rows whose value the
+# sample has not seen at all (Good-Turing); above this, the list is not closed.
+ENUM_UNSEEN_SHARE = 0.05
 
 
 @dataclass
@@ -75,12 +87,22 @@ def entity_name(table: str) -> str:
     return name if name[0].isalpha() else f"T{name}"
 
 
-def _name_entities(tables: list[SourceTable]) -> dict[str, str]:
+def _unprefixed(table: str, prefixes: tuple[str, ...]) -> str:
+    """`pinwheel.pw_campaign_history` -> `campaign_history` when `pw_` prefixes the warehouse's tables."""
+    last = table.split(".")[-1]
+    words = "_".join(camel_words(last))
+    for p in prefixes:
+        if words.startswith(p) and len(words) > len(p):
+            return words[len(p):]
+    return table
+
+
+def _name_entities(tables: list[SourceTable], prefixes: tuple[str, ...] = ()) -> dict[str, str]:
     """Entity names, unique, whose views (snake_case) clash neither with each other nor a table."""
     views = NameAllocator({t.name for t in tables})
     names: dict[str, str] = {}
     for st in sorted(tables, key=lambda t: t.name):
-        base = entity_name(st.name)
+        base = entity_name(_unprefixed(st.name, prefixes))
         candidates = [base, base + "Entity"] + [f"{base}{n}" for n in range(2, len(tables) + 3)]
         names[st.name] = next(c for c in candidates if views.free(snake_case(c)))
         views.take([snake_case(names[st.name])])
@@ -99,21 +121,71 @@ def _guess_type(col: SourceColumn) -> tuple[str, str]:
     return "string", ""
 
 
-def _enum_values(col: SourceColumn) -> tuple[str, ...]:
+def _enum_values(col: SourceColumn, siblings: list[tuple[str, SourceColumn]] = ()) -> tuple[tuple[str, ...], str]:
+    """(values, why) of an enum the evidence closes, or ((), why not).
+
+    A sample closes an enum only when it is large enough (ENUM_MIN_ROWS), has few values
+    (2 to ENUM_MAX_VALUES) and saw every one of them at least twice: a value seen once
+    says the sample may well miss others. A column of the same name in another table
+    (``siblings``) that shares a value is the same domain: its values join the list.
+    """
     if not col.values or not all(is_name(v) for v in col.values) or len(set(col.values)) != len(col.values):
-        return ()
+        return (), ""
     if col.values_declared:
-        return col.values
+        return col.values, ""
     rows = col.non_null or 0
     enough = rows >= ENUM_MIN_ROWS and 2 <= len(col.values) <= ENUM_MAX_VALUES
-    return col.values if enough and len(col.values) * ENUM_MIN_REPEAT <= rows else ()
+    if not (enough and len(col.values) * ENUM_MIN_REPEAT <= rows):
+        return (), ""
+    once = sorted(v for v, n in (col.value_counts or {}).items() if n < ENUM_MIN_REPEAT)
+    if len(once) > rows * ENUM_UNSEEN_SHARE:
+        return (), (f"string, not an enum: {', '.join(f'`{v}`' for v in once[:3])} occur once in {rows} "
+                    "rows, so the sample likely misses values; write `enum(...)` if the list is closed")
+    values, extra = set(col.values), []
+    for where, other in siblings:
+        found = set(other.values_declared and other.values or other.value_set or other.values or ())
+        if found & values and found - values:
+            extra.append(f"`{where}` adds {', '.join(sorted(found - values))}")
+            values |= found
+    if extra and (len(values) > ENUM_MAX_VALUES or not all(is_name(v) for v in values)):
+        return (), f"string, not an enum: {'; '.join(extra)} (too many values, or not names)"
+    why = f"enum: {len(col.values)} distinct values in {rows} rows" + (
+        f", {len(once)} seen once" if once else f", each seen at least {ENUM_MIN_REPEAT} times")
+    if extra:
+        why += "; the same column elsewhere: " + "; ".join(extra)
+    return tuple(sorted(values)), why
 
 
-def _field(col: SourceColumn) -> InferredField:
+def _documented_values(doc: str) -> tuple[str, ...]:
+    """Values a column doc lists, when it lists 2 to ENUM_MAX_VALUES names: `One of A, B or C`."""
+    found = VALUE_LIST_DOC.search(doc or "")
+    if not found:
+        return ()
+    text = found.group(1).split(".")[0] if "`" not in found.group(1) else found.group(1)
+    quoted = re.findall(r"`([^`]+)`|'([^']+)'|\"([^\"]+)\"", text)
+    values = [next(v for v in q if v) for q in quoted] if quoted else [
+        v.strip() for v in re.split(r",|\bor\b|\band\b|/", text) if v.strip()]
+    values = list(dict.fromkeys(values))
+    if not 2 <= len(values) <= ENUM_MAX_VALUES or not all(is_name(v) for v in values):
+        return ()
+    return tuple(values)
+
+
+def _field(col: SourceColumn, siblings: list[tuple[str, SourceColumn]] = ()) -> InferredField:
     kind, guess = (type_kind(col.type), "") if col.type_known else _guess_type(col)
     out = InferredField(name="", kind=kind, column=col.name, doc=col.comment, nullable=col.nullable,
                         preferred=identifier(col.name))
     lowered = col.name.lower()
+    if kind in ("int", "float") or not col.type_known:
+        for pattern, scale, unit in MONEY_DOCS:
+            said = pattern.search(col.comment or "")
+            if said:
+                out.kind, out.scale = "money", scale
+                for suffix, _ in MONEY_SUFFIXES:
+                    if lowered.endswith(suffix):
+                        out.preferred = identifier(col.name[: -len(suffix)])
+                out.guesses.append(f"money in units of {scale:g}: the doc says \"{said.group(0)}\" ({unit})")
+                return out
     for suffix, scale in MONEY_SUFFIXES:
         if lowered.endswith(suffix) and (kind in ("int", "float") or not col.type_known):
             out.preferred = identifier(col.name[: -len(suffix)])
@@ -125,14 +197,27 @@ def _field(col: SourceColumn) -> InferredField:
     if kind == "float" and MONEY_WORDS.search(lowered) and "rate" not in lowered:
         out.kind = "money"
         out.guesses.append("money from the column name")
+    documented = _documented_values(col.comment) if kind == "string" and not col.values_declared else ()
+    if documented:
+        seen = set(col.value_set or col.values or ())
+        if seen <= set(documented):
+            out.kind, out.values = "enum", documented
+            out.guesses.append(f"enum: the doc lists {len(documented)} values"
+                               + (f" and the data holds only those" if seen else ""))
+            return out
+        out.guesses.append(f"string: the doc lists values, but the data also holds "
+                           f"{', '.join(sorted(seen - set(documented))[:3])}")
+        return out
     if kind == "string" and col.values:
-        values = _enum_values(col)
+        values, why = _enum_values(col, siblings)
         if values:
             out.kind, out.values = "enum", values
             if not col.values_declared:
-                out.guesses.append(f"enum: {len(values)} distinct values in {col.non_null} rows")
+                out.guesses.append(why)
         elif col.values_declared:
             out.guesses.append("string: the accepted values are not all names the language can spell")
+        elif why:
+            out.guesses.append(why)
     return out
 
 
@@ -142,18 +227,24 @@ def _columns_naming_others(st: SourceTable, index: TableIndex) -> set[str]:
 
 def infer_entities(tables: list[SourceTable]) -> list[InferredEntity]:
     """Entities with keys, fields and refs; deterministic for the same tables."""
-    names = _name_entities(tables)
     index = TableIndex(tables)
+    names = _name_entities(tables, index.prefixes)
     keys = {st.name: choose_key(st, _columns_naming_others(st, index)) for st in tables}
     index.keys = {t: k.column for t, k in keys.items()}
     index.unique_keys = {t for t, k in keys.items() if not (k.history or k.repeats)}
     index.untargetable = {t for t, k in keys.items() if k.repeats}
-    entities = [_entity(st, keys[st.name], index, names) for st in tables]
+    by_column: dict[str, list[tuple[str, SourceColumn]]] = {}
+    for st in tables:
+        for c in st.columns:
+            if type_kind(c.type) == "string" and (c.values or c.value_set):
+                by_column.setdefault(c.name.lower(), []).append((f"{st.name}.{c.name}", c))
+    entities = [_entity(st, keys[st.name], index, names, by_column) for st in tables]
     break_cycles(entities)
     return sorted(entities, key=lambda e: e.name)
 
 
-def _entity(st: SourceTable, choice, index: TableIndex, names: dict[str, str]) -> InferredEntity:
+def _entity(st: SourceTable, choice, index: TableIndex, names: dict[str, str],
+            by_column: dict[str, list[tuple[str, SourceColumn]]] | None = None) -> InferredEntity:
     key_col = choice.column
     members = NameAllocator()
     own_id = any(identifier(c.name) == "id" for c in st.columns if c is not key_col)
@@ -170,7 +261,7 @@ def _entity(st: SourceTable, choice, index: TableIndex, names: dict[str, str]) -
         if found is not None and found.target:
             refs.append((col, found))
         if col is not key_col and (found is None or not found.target):
-            f = _field(col)
+            f = _field(col, [(w, c) for w, c in (by_column or {}).get(col.name.lower(), []) if c is not col])
             if found is not None:
                 f.guesses.append(found.rejected)
             fields.append(f)

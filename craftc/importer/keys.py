@@ -103,17 +103,33 @@ def choose_key(st: SourceTable, names_other: set[str]) -> KeyChoice:
 
 
 def _repeating_key(st: SourceTable, ranked: list[SourceColumn]) -> KeyChoice:
-    """No column is unique: a history table, or a table whose key the language cannot express."""
+    """No column is unique: a history table, a fact table with a grain of several columns,
+    or a table whose key the language cannot express."""
     versions = [c.name for c in st.columns if is_version_column(c.name)]
     ids = [c for c in ranked if is_id_like(c.name) and c.non_null]
     col = (ids or ranked)[0]
+    grain = st.unique_sets[0] if st.unique_sets else ()
+    if versions and ids and grain:
+        # checked: the id plus a version column is unique, so each row is one version
+        version = next((v for v in grain if v in versions), "")
+        if version and col.name not in grain:
+            col = next((c for c in ids if c.name in grain), col)
+        if not version:
+            versions = []
     if not versions:   # no history: the column closest to unique (a stats table's finest grain)
         col = max(ids or ranked, key=lambda c: c.distinct or 0)
     counts = (f"{st.rows} rows, {col.distinct} distinct values" if col.distinct is not None
               else f"{st.rows} rows")
     if versions and ids:
-        return KeyChoice(col, f"history table: key `{col.name}` repeats ({counts}) and "
-                              f"`{versions[0]}` marks the versions; one row per version", history=True)
+        checked = (f"(`{col.name}`, `{version}`) is unique in all {st.rows} rows" if grain
+                   else f"`{versions[0]}` marks the versions")
+        return KeyChoice(col, f"history table: key `{col.name}` repeats ({counts}) and {checked}; "
+                              "one row per version", history=True)
     nulls = "" if col.non_null in (None, st.rows) else f", null in {st.rows - col.non_null} rows"
+    if grain:
+        listed = ", ".join(grain)
+        return KeyChoice(col, f"fact table: one row per ({listed}), unique and never null in all {st.rows} "
+                              f"rows; no single column is unique, and `key` below repeats ({counts}{nulls}): "
+                              f"joins on it multiply rows, and nothing may ref it", repeats=True)
     return KeyChoice(col, f"no column is unique and never null: key `{col.name}` repeats "
                           f"({counts}{nulls}); review, the table may need a key column", repeats=True)

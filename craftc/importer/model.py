@@ -25,6 +25,7 @@ class SourceColumn:
     non_null: int | None = None   # rows where the column is not null
     distinct: int | None = None   # distinct non-null values
     value_set: frozenset[str] | None = None  # every distinct value as text, for id-like columns (capped)
+    value_counts: dict[str, int] | None = None  # rows per value, for columns with few distinct values
 
 
 @dataclass
@@ -38,6 +39,10 @@ class SourceTable:
     unique: set[str] = field(default_factory=set)   # columns declared to hold unique values
     rows: int | None = None       # row count when the source holds data; None for DDL and YAML
     file: str = ""                # the file that defines the table, for text sources
+    kind: str = ""                # what describes it, for notes: "a dbt seed", "a dbt source", ...
+    # Column sets measured unique and never null over all rows (the grain of a table with no
+    # unique column: an id plus a version column, or a fact table's date plus dimensions).
+    unique_sets: list[tuple[str, ...]] = field(default_factory=list)
 
 
 class ImportFailed(Exception):

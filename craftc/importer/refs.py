@@ -15,10 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from craftc.importer.conventions import id_base, is_id_like, table_aliases
+from craftc.importer.conventions import KEYABLE_KINDS, common_prefixes, id_base, is_id_like, table_aliases, type_kind
 from craftc.importer.model import SourceColumn, SourceTable
 
-__all__ = ["RefGuess", "TableIndex", "find_ref", "break_cycles"]
+__all__ = ["RefGuess", "TableIndex", "find_ref", "break_cycles", "REF_MIN_CONTAINMENT"]
+
+# The share of a column's distinct values that must be keys of the target for a guessed
+# ref: a few orphans (a deleted campaign still in last month's stats) keep the ref, and
+# the comment gives the ratio; fewer are no evidence of a link.
+REF_MIN_CONTAINMENT = 0.9
 
 
 @dataclass
@@ -33,9 +38,10 @@ class TableIndex:
 
     def __init__(self, tables: list[SourceTable]):
         self.tables = {t.name: t for t in tables}
+        self.prefixes = common_prefixes([t.name for t in tables])
         self.by_alias: dict[str, list[tuple[int, str]]] = {}
         for t in sorted(tables, key=lambda t: t.name):
-            for strength, alias in enumerate(table_aliases(t.name)):
+            for strength, alias in enumerate(table_aliases(t.name, self.prefixes)):
                 self.by_alias.setdefault(alias, []).append((strength, t.name))
         self.keys: dict[str, SourceColumn] = {}
         self.unique_keys: set[str] = set()     # tables whose key holds one row per value
@@ -68,40 +74,63 @@ class TableIndex:
         return out + [t for t in same_key if t not in out and len(same_key) == 1]
 
 
-def _containment(col: SourceColumn, key: SourceColumn) -> tuple[bool | None, int]:
-    """(True/False, values missing) when both sides were measured, (None, 0) otherwise."""
-    if col.value_set is None or key.value_set is None:
+def _containment(col: SourceColumn, key: SourceColumn) -> tuple[float | None, int]:
+    """(share of the column's distinct values that are keys, values missing) when both
+    sides were measured and the column holds values; (None, 0) otherwise."""
+    if col.value_set is None or key.value_set is None or not col.value_set:
         return None, 0
     missing = len(col.value_set - key.value_set)
-    return missing == 0, missing
+    return 1 - missing / len(col.value_set), missing
 
 
 def find_ref(st: SourceTable, col: SourceColumn, index: TableIndex, names: dict[str, str],
              is_key: bool = False) -> RefGuess | None:
-    """The ref a column is, or None (a plain field; ``rejected`` explains a refuted guess)."""
+    """The ref a column is, or None (a plain field; ``rejected`` explains a refuted guess).
+
+    Candidates are the tables the column's name names (then the table whose key has its
+    name); with data, each is scored by the share of the column's distinct values that
+    are its keys, and the best one at or above REF_MIN_CONTAINMENT wins (ties: the
+    strongest name). A column of a type that holds no ids, or null in every row, is
+    never a guessed ref.
+    """
     declared = {c: target for c, target, _ in st.foreign_keys}
     if col.name in declared:
         target = index.resolve(declared[col.name])
         return RefGuess(target) if target else None
-    rejected = ""
+    candidates = index.named_by(col.name, st.name, same_key=not is_key)
+    if not candidates:
+        return None
+    if col.type_known and type_kind(col.type) not in KEYABLE_KINDS:
+        return RefGuess("", rejected=f"not a ref: `{col.name}` names {names[candidates[0]]} but is "
+                                     f"{col.type}, not a type that holds ids")
+    if col.value_set is not None and not col.value_set and st.rows:
+        return RefGuess("", rejected=f"not a ref: `{col.name}` names {names[candidates[0]]} but is null "
+                                     f"in all {st.rows} rows")
     by_alias = index.named_by(col.name, st.name, same_key=False)
-    for target in index.named_by(col.name, st.name, same_key=not is_key):
+    scored, rejected = [], ""
+    for strength, target in enumerate(candidates):
         key = index.keys[target]
-        contained, missing = _containment(col, key)
+        share, missing = _containment(col, key)
         what = (f"`{col.name}` names {names[target]} (key `{key.name}`)" if target in by_alias
                 else f"`{col.name}` has the name of {names[target]}'s key")
-        if contained is False:
-            rejected = rejected or (f"not a ref: {what} but {missing} of its {len(col.value_set)} "
-                                    f"values are not {names[target]} keys")
-            continue
-        if contained is None:
-            why = "no data to check" if st.rows is None else "values not measured"
+        if share is None:
+            why = ("no data to check" if st.rows is None else "the table is empty" if not st.rows
+                   else "values not measured")
             return RefGuess(target, f"ref: {what}; {why}")
-        if not col.value_set:
-            return RefGuess(target, f"ref: {what}; the column holds no values to check")
-        return RefGuess(target, f"ref: {what}, and all {len(col.value_set)} distinct values are "
-                                f"{names[target]} keys")
-    return RefGuess("", rejected=rejected) if rejected else None
+        if share < REF_MIN_CONTAINMENT:
+            rejected = rejected or (f"not a ref: {what} but {missing} of its {len(col.value_set)} "
+                                    f"values are not {names[target]} keys ({share:.0%} contained)")
+            continue
+        scored.append((-share, strength, target, what, missing))
+    if not scored:
+        return RefGuess("", rejected=rejected) if rejected else None
+    share, _, target, what, missing = min(scored)
+    n = len(col.value_set)
+    if missing:
+        return RefGuess(target, f"ref: {what}, and {n - missing} of its {n} distinct values "
+                                f"({-share:.0%}) are {names[target]} keys; {missing} are not")
+    others = f" (of {len(scored)} candidates)" if len(scored) > 1 else ""
+    return RefGuess(target, f"ref: {what}, and all {n} distinct values are {names[target]} keys{others}")
 
 
 def break_cycles(entities) -> None:

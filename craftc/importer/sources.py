@@ -156,10 +156,43 @@ def profile_data(con, relation: str, st: SourceTable) -> None:
     values = con.execute("SELECT " + ", ".join(
         f"list(DISTINCT CAST({_quote_ident(c.name)} AS VARCHAR)) FILTER (WHERE {_quote_ident(c.name)} IS NOT NULL)"
         for c in listed) + f" FROM {relation}").fetchone()
+    _profile_grain(con, relation, st)
+    few = []
     for col, found in zip(listed, values):
         col.value_set = frozenset(found or ())
         if col.type in TEXT_TYPES and 0 < col.distinct <= ENUM_MAX_VALUES:
             col.values = tuple(sorted(col.value_set))
+            few.append(col)
+    if few:   # rows per value: an enum is closed only when no value was seen just once
+        counts = con.execute("SELECT " + ", ".join(
+            f"histogram({_quote_ident(c.name)})" for c in few) + f" FROM {relation}").fetchone()
+        for col, hist in zip(few, counts):
+            col.value_counts = {str(k): int(v) for k, v in (hist or {}).items()}
+
+
+def _profile_grain(con, relation: str, st: SourceTable) -> None:
+    """With no column unique and never null: the smallest set of id, version and date
+    columns that is (up to 3 columns, the first found by a fixed order), into ``st.unique_sets``."""
+    import itertools
+
+    import duckdb
+
+    from craftc.importer.conventions import is_id_like, is_version_column
+
+    if not st.rows or any(c.distinct == c.non_null == st.rows and is_id_like(c.name) for c in st.columns):
+        return
+    dims = [c for c in st.columns if c.non_null == st.rows and (
+        is_id_like(c.name) or is_version_column(c.name) or type_kind(c.type) in ("date", "timestamp"))]
+    for size in (2, 3):
+        for combo in itertools.combinations(dims[:6], size):
+            cols = ", ".join(_quote_ident(c.name) for c in combo)
+            try:
+                n = con.execute(f"SELECT count(*) FROM (SELECT DISTINCT {cols} FROM {relation})").fetchone()[0]
+            except duckdb.Error:
+                continue
+            if n == st.rows:
+                st.unique_sets.append(tuple(c.name for c in combo))
+                return
 
 
 # ------------------------------------------------------------------ SQL DDL

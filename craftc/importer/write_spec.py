@@ -78,4 +78,14 @@ def write_schema_spec(name: str, entities: list[InferredEntity], source: str, ve
         out.append("")
         out.extend(_entity(entity))
     out.append("}")
-    return "\n".join(out) + "\n"
+    return _formatted("\n".join(out) + "\n")
+
+
+def _formatted(text: str) -> str:
+    """The spec in `craftc fmt`'s layout, so `craftc fmt --check` passes on it as written."""
+    from craftc.fmt import FormatError, format_source
+
+    try:
+        return format_source(text, "imported.craft")
+    except FormatError:        # never expected: the writer only emits valid syntax
+        return text

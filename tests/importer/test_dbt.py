@@ -40,7 +40,7 @@ def _checks(text: str, tmp_path: Path, name: str = "imported.craft") -> None:
     spec = tmp_path / name
     spec.write_text(text)
     load = load_schema(spec)
-    assert load.ok and not load.diagnostics, load.render()
+    assert load.ok and {d.code for d in load.diagnostics} <= {"W115"}, load.render()
 
 
 def test_warehouse_with_dbt_docs_matches_the_reviewed_golden_spec(warehouse, tmp_path):
@@ -73,12 +73,14 @@ def test_keys_and_refs_follow_the_evidence(warehouse):
 def test_guesses_say_why(warehouse):
     text = import_schema(warehouse, name="ads", docs_from=PROJECT)
     assert ("# guessed: history table: key `id` repeats (40 rows, 4 distinct values) and "
-            "`updated_at` marks the versions; one row per version") in text
-    assert "# guessed: no column is unique and never null: key `ad_id` repeats (64 rows, 8 distinct values)" in text
+            "(`id`, `updated_at`) is unique in all 40 rows; one row per version") in text
+    assert "# guessed: fact table: one row per (date, ad_id), unique and never null in all 64 rows" in text
     assert "all 6 distinct values are AdGroupHistory keys" in text
     # twelve rows of one value are no evidence of an enum; 40 rows of two values are
-    assert "enum(PAUSED)" not in text and "field status enum(ENABLED, PAUSED)" in text
-    assert "key label_id -> column \"label_id\"" in text and 'field id int "The label' in text
+    assert "enum(PAUSED)" not in text and "field status enum(ENABLED, PAUSED, REMOVED) \"Serving status.\"" in text
+    # 40 rows of two values close the list, and ad_history.status (same values, and REMOVED) joins it
+    assert "`google_ads.ad_history.status` adds REMOVED" in text
+    assert "key   label_id -> column \"label_id\"" in text and 'field id int "The label' in text
 
 
 def test_a_project_imports_from_dbt_project_yml_with_its_jinja_rendered(tmp_path):
@@ -116,8 +118,8 @@ def test_catalog_json_gives_types_and_its_manifest_gives_docs_and_tests(tmp_path
     text = import_schema(PROJECT / "target/catalog.json")
     assert "# note: docs and tests from manifest.json" in text
     assert "field clicks int nullable" in text and "field date date nullable" in text
-    assert 'ref customer -> AccountHistory "The account that owns the campaign." -> column "customer_id"' in text
-    assert "key label_id" in text
+    assert 'ref   customer -> AccountHistory "The account that owns the campaign." -> column "customer_id"' in text
+    assert "key   label_id" in text
     _checks(text, tmp_path)
     _checks(import_schema(PROJECT / "target/manifest.json"), tmp_path, "from_manifest.craft")
 

@@ -18,7 +18,10 @@ from craftc.frontend import load_schema
 from craftc.importer import import_tables
 from craftc.importer.sources import read_duckdb_connection
 
-WAREHOUSES = 500
+import os
+
+# 500 by default; CRAFT_FUZZ_WAREHOUSES lowers it where CPU is short (the full run is documented).
+WAREHOUSES = int(os.environ.get("CRAFT_FUZZ_WAREHOUSES", "500"))
 TABLE_NAMES = ["customer", "customers", "Customer", "order", "orders", "table", "key", "ref", "entity",
                "select", "group", "campaign", "campaign_history", "ad_stats", "Ümsatz", "客户", "café",
                "2nd table", "a-b", "__", "x", "order_items", "dim_campaign", "schema", "doc", "CamelCase",
@@ -64,9 +67,44 @@ def _empty(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"DROP SCHEMA {_ident(schema)} CASCADE")
 
 
+HISTORY_VERSIONS = ["modified_time", "last_modified_time", "updated_at", "_fivetran_synced", "valid_from"]
+PREFIXES = ["pw_", "tt_", "ads_", ""]
+
+
+def _shaped_table(con: duckdb.DuckDBPyConnection, rng: random.Random, prefix: str) -> None:
+    """A connector-shaped table: an SCD2 history (the id repeats, one row per version) or a
+    daily report with no id (one row per date and dimension, dimensions that may repeat)."""
+    name = prefix + rng.choice(["campaign", "ad_group", "ad", "advertiser", "keyword"])
+    ids = list(range(1, rng.randint(1, 8)))
+    if rng.random() < 0.5:
+        version = rng.choice(HISTORY_VERSIONS)
+        table = f"{name}_history"
+        rows = [[i, f"2024-01-{v + 1:02d} 10:00:00", rng.choice(["ACTIVE", "PAUSED", None]), rng.choice(ids or [1])]
+                for i in ids for v in range(rng.randint(1, 3))]
+        cols = f'id BIGINT, {_ident(version)} TIMESTAMP, status VARCHAR, parent_id BIGINT'
+    else:
+        table = f"{name}_report_daily"
+        dims = rng.choice([["campaign_id"], ["ad_group_id", "campaign_id"], ["ad_id"]])
+        rows = [[f"2024-02-{d + 1:02d}", *[rng.choice(ids or [1]) if k else i for k in range(len(dims))],
+                 rng.randint(0, 99), rng.choice([None, 1.5])]
+                for d in range(rng.randint(1, 6)) for i in (ids or [1])]
+        cols = "date DATE, " + ", ".join(f"{d} BIGINT" for d in dims) + ", clicks BIGINT, spend_micros DOUBLE"
+    try:
+        con.execute(f"CREATE TABLE {_ident(table)} ({cols})")
+    except duckdb.CatalogException:
+        return
+    if rows:
+        one = "(" + ", ".join("?" * len(rows[0])) + ")"
+        con.execute(f"INSERT INTO {_ident(table)} VALUES " + ", ".join([one] * len(rows)),
+                    [v for row in rows for v in row])
+
+
 def _warehouse(con: duckdb.DuckDBPyConnection, seed: int) -> None:
     rng = random.Random(seed)
     _empty(con)
+    prefix = rng.choice(PREFIXES)
+    for _ in range(rng.choice([0, 0, 1, 2, 3])):
+        _shaped_table(con, rng, prefix)
     for _ in range(rng.randint(1, 5)):
         schema, table = rng.choice(SCHEMAS), rng.choice(TABLE_NAMES)
         columns: dict[str, str] = {}
@@ -102,7 +140,7 @@ def test_every_imported_warehouse_passes_check_and_binds(tmp_path):
         spec = tmp_path / f"fuzz{seed}.craft"
         spec.write_text(import_tables(tables, f"fuzz{seed}", f"fuzz{seed}.duckdb"))
         load = load_schema(spec)
-        assert load.ok and not load.diagnostics, f"seed {seed}:\n{load.render()}\n{spec.read_text()}"
+        assert load.ok and {d.code for d in load.diagnostics} <= {"W115"}, f"seed {seed}:\n{load.render()}\n{spec.read_text()}"
         try:
             con.execute(binding_sql(load.schema))
         except duckdb.Error as exc:
@@ -110,4 +148,4 @@ def test_every_imported_warehouse_passes_check_and_binds(tmp_path):
         imported += 1
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     print(f"\n{imported} warehouses imported and checked in {elapsed:.1f} s ({cpu:.1f} s CPU)")
-    assert imported > 450
+    assert imported > WAREHOUSES * 0.9

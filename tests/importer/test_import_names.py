@@ -15,13 +15,13 @@ def _import(tmp_path, *statements: str) -> str:
     spec = tmp_path / "w.craft"
     spec.write_text(text)
     load = load_schema(spec)
-    assert load.ok and not load.diagnostics, load.render() + text
+    assert load.ok and {d.code for d in load.diagnostics} <= {"W115"}, load.render() + text
     return text
 
 
 def test_a_real_id_column_keeps_its_name_and_the_key_keeps_its_column_name(tmp_path):
     text = _import(tmp_path, "CREATE TABLE raw_label (label_id INT PRIMARY KEY, id INT, name VARCHAR)")
-    assert 'key label_id -> column "label_id"' in text
+    assert 'key   label_id -> column "label_id"' in text
     assert "field id int nullable" in text
 
 
@@ -33,7 +33,7 @@ def test_a_ref_does_not_take_the_name_of_a_column(tmp_path):
                    "INSERT INTO ads.campaigns VALUES (1, 'a'), (2, 'b')",
                    "INSERT INTO ads.ads VALUES (10, 1, 'a', 0), (11, 2, 'b', 0)")
     assert "field campaign string nullable" in text
-    assert 'ref campaign_ref -> Campaign -> column "campaign_id" nullable' in text
+    assert 'ref   campaign_ref -> Campaign -> column "campaign_id" nullable' in text
 
 
 def test_keywords_and_odd_names_become_identifiers(tmp_path):
@@ -56,5 +56,5 @@ def test_refs_that_would_close_a_cycle_are_nullable(tmp_path):
                    "CREATE TABLE s.a (id INT PRIMARY KEY, b_id INT NOT NULL)",
                    "CREATE TABLE s.b (id INT PRIMARY KEY, a_id INT NOT NULL)",
                    "INSERT INTO s.a VALUES (1, 1)", "INSERT INTO s.b VALUES (1, 1)")
-    assert 'ref b -> B -> column "b_id"\n' in text
+    assert 'ref   b -> B -> column "b_id"\n' in text
     assert "# guessed: nullable: a required `a` would close a cycle of refs back to B" in text

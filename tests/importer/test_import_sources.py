@@ -17,8 +17,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def test_postgres_ddl_keeps_declared_keys_refs_and_comments():
     spec = import_schema(FIXTURES / "shop_postgres.sql", dialect="postgres")
     assert 'table "public.orders"' in spec
-    assert 'ref customer -> Customer -> column "customer_id"' in spec
-    assert 'doc "One checkout by one customer"' in spec
+    assert 'ref   customer -> Customer -> column "customer_id"' in spec
+    assert 'doc   "One checkout by one customer"' in spec
     # a declared reference is not a guess; the money scale from `_cents` is
     assert "guessed: ref" not in spec
     assert "# guessed: money in units of 0.01 from the `_cents` suffix" in spec
@@ -29,20 +29,20 @@ def test_bigquery_ddl_without_keys_marks_every_guess():
     spec = import_schema(FIXTURES / "shop_bigquery.sql", dialect="bigquery")
     assert "# guessed: key `line_id`: named after the table (no primary key declared, no data to check)" in spec
     assert "# guessed: ref: `sku` has the name of Product's key; no data to check" in spec
-    assert 'ref sku -> Product -> column "sku"' in spec
+    assert 'ref   sku -> Product -> column "sku"' in spec
 
 
 def test_snowflake_upper_case_columns_become_snake_case_fields_bound_to_the_exact_name():
     spec = import_schema(FIXTURES / "shop_snowflake.sql", dialect="snowflake")
     assert 'field store_name string -> column "STORE_NAME" nullable' in spec
-    assert 'ref store -> Store -> column "STORE_ID"' in spec
-    assert 'doc "Physical and online stores"' in spec
+    assert 'ref   store -> Store -> column "STORE_ID"' in spec
+    assert 'doc   "Physical and online stores"' in spec
 
 
 def test_dbt_yaml_uses_descriptions_tests_and_relationships():
     spec = import_schema(FIXTURES / "shop_dbt.yml")
     assert 'table "raw_shop.payments"' in spec
-    assert 'ref order -> Order -> column "order_id"' in spec
+    assert 'ref   order -> Order -> column "order_id"' in spec
     # accepted_values is a declaration, not a guess
     assert 'field method enum(card, wallet, voucher) "How the customer paid" nullable' in spec
     assert "enum from 3 distinct values" not in spec
