@@ -20,7 +20,8 @@ import re
 
 from runtime.rewards.schema_terms import SchemaTerms
 
-__all__ = ["params_honoured", "ddl_leaks", "judge_reward", "make_llm_judge", "LlmRewardJudge"]
+__all__ = ["params_honoured", "ddl_leaks", "judge_reward", "make_llm_judge", "llm_judge_from_plan", "reward_judge_entry",
+           "LlmRewardJudge"]
 
 _SQL_WORDS = re.compile(r"\b(SELECT|FROM|JOIN|WHERE|GROUP BY|ORDER BY|CREATE|TABLE|VIEW)\b")
 
@@ -100,24 +101,49 @@ def make_llm_judge(ctx) -> LlmRewardJudge | None:
 
     ``ctx`` is the step's `StepContext`: the prompt is read through ``ctx.artifact`` (so
     the manifest names it) and the cache is the gate's (``gate judge { cache DIR }``).
+    The grpo step calls it to check the judge before launching; the trainer builds the
+    same judge with :func:`llm_judge_from_plan`.
 
     Example (not run here: needs a step context and a judge endpoint)::
 
         llm_judge = make_llm_judge(ctx)
         TurnContext(params, reference, expectations, terms, llm_judge=llm_judge)
     """
+    from runtime.distill.step import judge_cache_dir
+
+    spec = reward_judge_entry(ctx.plan_dir)
+    if not spec:
+        return None
+    ctx.artifact(spec["entry"]["prompt"])
+    return llm_judge_from_plan(ctx.plan, ctx.plan_dir, judge_cache_dir(ctx, ctx.plan.recipe.gates.judge.cache))
+
+
+def reward_judge_entry(plan_dir) -> dict | None:
+    """``specs/reward.json``'s llm judge and how often it is asked, or None without one."""
     import json
+    from pathlib import Path
+
+    spec = json.loads((Path(plan_dir) / "specs" / "reward.json").read_text(encoding="utf-8"))
+    entry = spec.get("judge_llm")
+    return {"entry": entry, "every": spec.get("judge_every", 1)} if entry else None
+
+
+def llm_judge_from_plan(plan, plan_dir, cache_dir) -> LlmRewardJudge | None:
+    """R_judge's llm judge from a plan dir, its verdicts in ``cache_dir`` (the gate's cache).
+
+    What the GRPO trainer calls in its own process: the judge, its prompt and backend as
+    the plan declares them, so the gate and the reward share one cache of verdicts.
+    """
+    from pathlib import Path
 
     from craftc.ir import Judge
     from runtime.distill.judges import _llm_judge
-    from runtime.distill.step import judge_cache_dir
 
-    spec = json.loads(ctx.artifact("specs/reward.json").read_text(encoding="utf-8"))
-    entry = spec.get("judge_llm")
-    if not entry:
+    found = reward_judge_entry(plan_dir)
+    if found is None:
         return None
+    entry = found["entry"]
     judge = Judge.model_validate({k: v for k, v in entry.items() if k != "prompt"})
-    prompt = ctx.artifact(entry["prompt"]).read_text(encoding="utf-8")
-    recipe = ctx.plan.recipe
-    llm = _llm_judge(judge, recipe, None, {judge.name: prompt}, judge_cache_dir(ctx, recipe.gates.judge.cache))
-    return LlmRewardJudge(llm, spec["judge_every"])
+    prompt = (Path(plan_dir) / entry["prompt"]).read_text(encoding="utf-8")
+    llm = _llm_judge(judge, plan.recipe, None, {judge.name: prompt}, Path(cache_dir))
+    return LlmRewardJudge(llm, found["every"])

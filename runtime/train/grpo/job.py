@@ -17,7 +17,21 @@ from pathlib import Path
 
 from runtime.layout import API_FACTORY
 
-__all__ = ["GRPOSetupError", "GRPOJob", "reward_spec", "schema_terms", "json_text"]
+__all__ = ["GRPOSetupError", "GRPOJob", "reward_spec", "reward_llm_judge", "schema_terms", "json_text"]
+
+
+def reward_llm_judge(job: "GRPOJob"):
+    """R_judge's llm judge for this job (``reward { judge_llm NAME }``), or None without one.
+
+    Its verdicts go to the gate's cache (the step config's ``judge_cache``), so a question
+    the gate or an earlier step already asked costs no request.
+    """
+    if not job.plan_dir or not job.judge_cache:
+        return None
+    from runtime.plan import load_plan
+    from runtime.rewards.judge import llm_judge_from_plan
+
+    return llm_judge_from_plan(load_plan(Path(job.plan_dir)), job.plan_dir, job.judge_cache)
 
 
 class GRPOSetupError(ValueError):
@@ -48,6 +62,8 @@ class GRPOJob:
     # SandboxLimits fields the rows' reference solutions run under: the gate's (gate execution),
     # which ran them before; None: the rollouts' limits.
     reference_limits: dict | None = None
+    plan_dir: str | None = None                   # where the plan lives (R_judge's llm judge reads its prompt)
+    judge_cache: str | None = None                # the llm judges' verdict cache, when R_judge has one
 
     STEP_KEYS = ("model_dir", "instances", "warehouse", "out_dir")
 
@@ -108,7 +124,8 @@ class GRPOJob:
             fmt=builder["format"], workers=recipe.gates.execution.workers,
             secret_env=list(recipe.gates.execution.secret_env), seed=int(step.get("seed", recipe.seed)), peft=peft,
             schema=recipe.schema_.model_dump(mode="json"), earlier_turns=earlier_turns,
-            reference_limits=sandbox_limits(recipe).to_dict(),
+            reference_limits=sandbox_limits(recipe).to_dict(), plan_dir=str(plan_dir),
+            judge_cache=str(root / step["judge_cache"]) if step.get("judge_cache") else None,
         )
 
 

@@ -16,7 +16,7 @@ __all__ = ["measure"]
 
 
 def measure(job: GRPOJob, model, tokenizer, sandbox, probe: list[RolloutTask], terms=None,
-            samples: int = 0) -> dict:
+            samples: int = 0, llm_judge=None) -> dict:
     """Mean R_total, each component and execution success over the ``probe`` rollout tasks.
 
     ``samples=0`` decodes greedily (what an evaluation sees). ``samples=k`` draws k
@@ -39,6 +39,6 @@ def measure(job: GRPOJob, model, tokenizer, sandbox, probe: list[RolloutTask], t
     episodes, _, _ = play(job, generate, sandbox, tasks, [t.prompt for t in tasks])
     sums: dict[str, float] = {}
     for task, episode in zip(tasks, episodes):
-        for k, v in score_episode(episode, task, spec, terms).items():
+        for k, v in score_episode(episode, task, spec, terms, llm_judge).items():
             sums[k] = sums.get(k, 0.0) + v
     return {k: round(v / max(1, len(tasks)), 6) for k, v in sorted(sums.items())}

@@ -14,18 +14,19 @@ from runtime.train.grpo.rows import RolloutTask
 __all__ = ["score_episode", "make_reward_funcs"]
 
 
-def score_episode(episode, play_task: RolloutTask, spec, terms=None) -> dict[str, float]:
+def score_episode(episode, play_task: RolloutTask, spec, terms=None, llm_judge=None) -> dict[str, float]:
     """Each component (and ``total``) of one rollout: the mean over its played turns.
 
     TRL's GRPO takes one scalar per completion, so a conversation's per-turn scores are
-    averaged (within a turn, ``step_rewards`` still scores each tool call).
+    averaged (within a turn, ``step_rewards`` still scores each tool call). ``llm_judge``
+    (``runtime.rewards.judge.LlmRewardJudge``) joins R_judge when the plan declares one.
     """
     from runtime.rewards import TurnContext, score_turn
 
     sums: dict[str, float] = {}
     for turn, reference, expectations in zip(episode.turns, play_task.references, play_task.expectations):
         ctx = TurnContext(params=dict(play_task.task.params), reference=reference,
-                          expectations=tuple(expectations), terms=terms)
+                          expectations=tuple(expectations), terms=terms, llm_judge=llm_judge)
         scores = score_turn(turn, ctx, spec)
         scores["exec_success"] = float(turn.final_ok)
         for name, value in scores.items():
@@ -33,18 +34,20 @@ def score_episode(episode, play_task: RolloutTask, spec, terms=None) -> dict[str
     return {name: value / max(1, len(episode.turns)) for name, value in sums.items()}
 
 
-def make_reward_funcs(spec, plays: dict[str, RolloutTask], terms=None, sampled: dict | None = None) -> list:
+def make_reward_funcs(spec, plays: dict[str, RolloutTask], terms=None, sampled: dict | None = None,
+                      llm_judge=None) -> list:
     """One TRL reward function per weighted component, each named after it.
 
     Each receives the rollout's ``episode`` and ``row_key`` and returns that component's
-    score per completion. ``sampled`` (if given) counts the rollouts per workflow.
+    score per completion. ``sampled`` (if given) counts the rollouts per workflow;
+    ``llm_judge`` is R_judge's llm judge, if the plan declares one.
     """
     cache: dict[int, dict] = {}
 
     def scores_of(episode, key) -> dict:
         # The four functions score the same rollout: compute it once.
         if id(episode) not in cache:
-            cache[id(episode)] = score_episode(episode, plays[key], spec, terms)
+            cache[id(episode)] = score_episode(episode, plays[key], spec, terms, llm_judge)
         return cache[id(episode)]
 
     def make(component: str):

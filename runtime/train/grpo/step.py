@@ -44,10 +44,13 @@ def run_grpo(ctx):
         ctx.artifact(rel)
     write_train_instances(ctx)
     ctx.input_dir(SFT_FINAL.step)       # GRPO starts from the sft step's model: that step must have run
+    judge_cache = _reward_judge_cache(ctx)
     # Paths relative to this config's directory: the run dir can move to another machine.
     (ctx.out_dir / GRPO_STEP_CONFIG.path).write_text(json_text({
         "model_dir": SFT_FINAL.relative_to_step("grpo"), "instances": TRAIN_INSTANCES.relative_to_step("grpo"),
         "warehouse": WAREHOUSE.relative_to_step("grpo"), "out_dir": ".",
+        # R_judge's llm judge shares the gate's verdict cache (runtime.rewards.judge).
+        **({"judge_cache": judge_cache} if judge_cache else {}),
         # A replicate (`craftc run --replicates N`) trains with its own seed.
         **({"seed": ctx.seed} if ctx.replicate else {})}))
     command = launch_stage(ctx, "grpo", stage.name, ctx.out_dir / GRPO_STEP_CONFIG.path)
@@ -55,6 +58,22 @@ def run_grpo(ctx):
         return StepResult(metrics={"launch": "manual", "commands": {"grpo": command}})
     return StepResult(metrics={"launch": "step", "commands": {"grpo": command}, **_summary_metrics(ctx.out_dir)},
                       outputs=(GRPO_FINAL.path, "metrics.jsonl", GRPO_SUMMARY.path))
+
+
+def _reward_judge_cache(ctx) -> str | None:
+    """With ``reward { judge_llm NAME }``: the gate's verdict cache, relative to the step dir
+    (the trainer asks the judge there); the judge's prompt is named in the manifest."""
+    import os
+
+    from runtime.distill.step import judge_cache_dir
+    from runtime.rewards.judge import reward_judge_entry
+
+    found = reward_judge_entry(ctx.plan_dir)
+    if found is None:
+        return None
+    ctx.artifact(found["entry"]["prompt"])
+    cache = judge_cache_dir(ctx, ctx.plan.recipe.gates.judge.cache)
+    return os.path.relpath(cache, ctx.run_dir / "grpo")
 
 
 def _summary_metrics(step_dir: Path) -> dict:

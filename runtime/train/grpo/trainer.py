@@ -17,7 +17,7 @@ from pathlib import Path
 
 from craftc.atomic import replace_dir, write_atomic
 from runtime.layout import ADAPTER, FINAL, GRPO_SUMMARY
-from runtime.train.grpo.job import GRPOJob, GRPOSetupError, json_text, reward_spec, schema_terms
+from runtime.train.grpo.job import GRPOJob, GRPOSetupError, json_text, reward_llm_judge, reward_spec, schema_terms
 from runtime.train.grpo.measuring import measure
 from runtime.train.grpo.plots import plot_curves
 from runtime.train.grpo.rewards import make_reward_funcs
@@ -84,6 +84,7 @@ def train_grpo(job: GRPOJob) -> dict:
     if not (Path(job.model_dir) / "config.json").is_file():
         raise GRPOSetupError(f"no model in {job.model_dir}; run the sft step first")
     spec, terms = reward_spec(job), schema_terms(job)
+    llm_judge = reward_llm_judge(job)         # R_judge's llm judge, when the plan declares one
     args = grpo_config(job)
     try:
         peft = lora_config(job.peft) if job.peft else None
@@ -110,20 +111,21 @@ def train_grpo(job: GRPOJob) -> dict:
     with SandboxPool(job.workers, job.warehouse, limits, job.api_factory, warmup=warmup) as sandbox:
         # The measured rows: a seeded sample across workflows, the same before and after.
         probe = [plays[r["row_key"]] for r in random.Random(job.seed).sample(rows, min(job.stage["measure"], len(rows)))]
-        before = measure(job, model, tokenizer, sandbox, probe, terms)
-        before_sampled = measure(job, model, tokenizer, sandbox, probe, terms, samples=group)
+        before = measure(job, model, tokenizer, sandbox, probe, terms, llm_judge=llm_judge)
+        before_sampled = measure(job, model, tokenizer, sandbox, probe, terms, samples=group, llm_judge=llm_judge)
         sampled: dict[str, int] = {}
         trainer = GRPOTrainer(
             model=model, processing_class=tokenizer, args=args,
-            reward_funcs=make_reward_funcs(spec, plays, terms, sampled), train_dataset=Dataset.from_list(rows),
+            reward_funcs=make_reward_funcs(spec, plays, terms, sampled, llm_judge), train_dataset=Dataset.from_list(rows),
             rollout_func=make_rollout_func(job, tokenizer, sandbox, plays), peft_config=peft,
         )
         # On CPU, completions are scored without projecting their prompts (runtime.train.loss_head).
         score_trained_positions_in(trainer, trainer.temperature)
         counts = parameter_counts(trainer.model)
         trainer.train(resume_from_checkpoint=_last_checkpoint(out / "checkpoints"))
-        after = measure(job, trainer.model, tokenizer, sandbox, probe, terms)
-        after_sampled = measure(job, trainer.model, tokenizer, sandbox, probe, terms, samples=group)
+        after = measure(job, trainer.model, tokenizer, sandbox, probe, terms, llm_judge=llm_judge)
+        after_sampled = measure(job, trainer.model, tokenizer, sandbox, probe, terms, samples=group,
+                                llm_judge=llm_judge)
     history = trainer.state.log_history
     # Every rank takes part in saving (sharded weights are gathered); rank 0 writes.
     tmp = out / ".final.tmp"
@@ -145,6 +147,8 @@ def train_grpo(job: GRPOJob) -> dict:
         "outcome_judged_by": outcome_sources(plays),
         "adapter": "lora" if peft is not None else None, **counts,
     }
+    if llm_judge is not None:     # R_judge's llm judge: how often it was asked, and how many it answered anew
+        summary["llm_judge"] = {"every": llm_judge.every, "asked_anew": llm_judge.asked}
     if trainer.is_world_process_zero():
         # Written atomically: a launch by hand writes straight into the run dir, outside
         # the runner's staged step dir, and the next `craftc run` adopts what it finds.
