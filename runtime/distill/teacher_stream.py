@@ -176,7 +176,9 @@ class TeacherStream:
         if hasattr(self.teacher, "check_reachable") and not getattr(self.teacher, "_probed", True):
             self.teacher.check_reachable()
 
-    def _ask(self, r: int, i: int, request: TeacherRequest, key: str) -> Answer:
+    def _ask(self, r: int, i: int, request: TeacherRequest, key: str) -> Answer | None:
+        if self._over_budget():     # checked as the request goes out: at most `concurrency` pass the budget
+            return None
         try:
             candidate, info = self.teacher.answer(request, i)
         except RequestFailed as err:
@@ -216,6 +218,9 @@ class TeacherStream:
                     break
                 head = queue.popleft()
                 answer = head.result() if isinstance(head, Future) else head
+                if answer is None:          # not sent: the budget was reached
+                    stop = stop or self._budget_reached()
+                    break
                 if answer.candidate is None:
                     failed += 1
                     if failed > self.allowed_failures and stop is None:

@@ -24,6 +24,7 @@ import argparse
 import hashlib
 import json
 import random
+import sys
 import threading
 import time
 from collections import Counter
@@ -99,6 +100,10 @@ class TeacherServer:
         class Server(ThreadingHTTPServer):
             daemon_threads = True
             request_queue_size = 512
+
+            def handle_error(self, request, client_address):
+                if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):   # a killed client: expected
+                    super().handle_error(request, client_address)
 
         self.httpd = Server(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
