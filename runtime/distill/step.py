@@ -24,7 +24,8 @@ from rich.progress import Progress
 
 from craftc.ir import BlockFormat
 from runtime.layout import (ACCEPTED, API_FACTORY, CANDIDATES, CORPUS, DATASET_DIR, DISTILL_INSTANCES, EVAL_INSTANCES,
-                            FUNNEL_JSON, FUNNEL_MD, GATE_INSTANCES, OUTCOMES, WAREHOUSE)
+                            FUNNEL_JSON, FUNNEL_MD, GATE_INSTANCES, LEAKAGE, OUTCOMES, TEACHER_ALTERNATIVES,
+                            WAREHOUSE)
 from runtime.step_context import StepContext, StepError, StepResult
 
 __all__ = ["run_distill", "run_gate", "run_dataset", "gated_recipe", "input_builder", "instances_per_workflow",
@@ -34,13 +35,17 @@ GATE_CHUNK = 64
 
 
 def instances_per_workflow(eval_instances: int, holdout: float) -> int:
-    """Enough instances that the held-out share gives about ``eval_instances`` per workflow.
+    """Enough instances that the reserved value groups give about ``eval_instances`` per
+    workflow, split and kind.
 
-    These are the instances the eval split is taken from; ``teacher { instances N }``
-    then sets the training volume apart from them (:func:`run_instances`).
+    A ``holdout`` share of the drawn value groups is reserved, half for test and half
+    for dev, and a held-out phrasing is kept only when asked with a reserved group, so
+    the draw is about six times ``eval_instances / holdout``. These are the instances the
+    held-out splits are taken from; ``teacher { instances N }`` then sets the training
+    volume apart from them (:func:`run_instances`).
     """
     share = holdout if holdout > 0 else 0.2
-    return max(eval_instances + 2, math.ceil(eval_instances / share))
+    return max(eval_instances + 2, math.ceil(6 * eval_instances / share))
 
 
 def run_instances(recipe, con, seed: int, **solutions) -> tuple[list, dict[str, str]]:
@@ -80,8 +85,12 @@ def _seed_for(seed: int, *parts: Any) -> int:
 def _requests(recipe, instances: list[dict], system: str, seed: int):
     from runtime.distill.teachers import TeacherRequest
 
+    # The values the synthetic teacher may swap in for a wrong answer: training values only,
+    # so no dev or test value reaches a training candidate (the dataset step audits it).
     alternatives: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for instance in instances:
+        if instance["split"] != "train":
+            continue
         for name, value in instance["params"].items():
             if value not in alternatives[instance["workflow"]][name]:
                 alternatives[instance["workflow"]][name].append(value)
@@ -113,12 +122,20 @@ def _requests(recipe, instances: list[dict], system: str, seed: int):
     return requests, keys
 
 
+def teacher_alternatives(requests) -> dict[str, dict[str, list]]:
+    """workflow -> param -> the values the teacher's requests offered as alternatives."""
+    out: dict[str, dict[str, list]] = {}
+    for request in requests:
+        out.setdefault(request.context["workflow"], request.context.get("alternatives", {}))
+    return out
+
+
 def run_distill(ctx: StepContext) -> StepResult:
     """Sample instances, split them, and let the teacher write candidates for train ones."""
     import duckdb
 
     from runtime.distill.teachers import TeacherError, make_teacher
-    from runtime.workflows import InstanceError, SolutionError
+    from runtime.workflows import InstanceError, SolutionError, held_out_kind
 
     recipe = ctx.plan.recipe
     started = time.monotonic()
@@ -132,11 +149,16 @@ def run_distill(ctx: StepContext) -> StepResult:
         raise StepError(str(err)) from None
     finally:
         con.close()
-    records = [{**i.to_dict(), "split": split_of[i.instance_id]} for i in instances]
+    records = [{**i.to_dict(), "split": split_of[i.instance_id],
+                **({"heldout": held_out_kind(i, recipe.eval)} if split_of[i.instance_id] != "train" else {})}
+               for i in instances]
     _report_short_volume(recipe, records, ctx.console)
     system = ctx.artifact("prompts/system_stuffed.md").read_text(encoding="utf-8")
     requests, keys = _requests(recipe, records, system, ctx.seed)
     (ctx.out_dir / DISTILL_INSTANCES.path).write_text(json.dumps(records, indent=1, sort_keys=True, default=str) + "\n")
+    # What the teacher is given to swap in for wrong values, for the dataset step's leak audit.
+    (ctx.out_dir / TEACHER_ALTERNATIVES.path).write_text(
+        json.dumps(teacher_alternatives(requests), indent=1, sort_keys=True, default=str) + "\n")
     teacher = None
     try:
         teacher = make_teacher(recipe.teacher, recipe.schema_, recipe.format)
@@ -153,7 +175,7 @@ def run_distill(ctx: StepContext) -> StepResult:
     metrics = {"teacher": teacher.name, "instances": len(records), "splits": splits,
                "requests": len(requests), "candidates": written["candidates"], "repaired": written["repaired"],
                "candidates_per_s": round(written["candidates"] / wall, 1) if wall else None}
-    outputs = (DISTILL_INSTANCES.path, CANDIDATES.path)
+    outputs = (DISTILL_INSTANCES.path, CANDIDATES.path, TEACHER_ALTERNATIVES.path)
     if cost is not None:
         metrics["teacher_cost"] = cost
         metrics["failed"] = cost["failed"]
@@ -554,10 +576,15 @@ def run_dataset(ctx: StepContext) -> StepResult:
         save_dataset(examples[mode], out / mode)
     held_out = [i for i in instances if i["split"] != "train"]
     (ctx.out_dir / EVAL_INSTANCES.path).write_text(dumps(held_out), encoding="utf-8")
-    # The tokenizer of tiny_moe is trained on this corpus: the schema's logical DDL keeps
-    # the stuffed arm's tokens as cheap to encode as the stripped arm's.
+    # The tokenizer of tiny_moe is trained on this corpus, from the training instances only:
+    # the schema's logical DDL keeps the stuffed arm's tokens as cheap to encode as the
+    # stripped arm's.
     extra = [ctx.artifact("sql/logical_ddl.sql").read_text(encoding="utf-8")]
-    (ctx.out_dir / CORPUS.path).write_text(corpus_text(systems, templates, instances, extra), encoding="utf-8")
+    train = [i for i in instances if i["split"] == "train"]
+    corpus = corpus_text(systems, templates, train, extra)
+    (ctx.out_dir / CORPUS.path).write_text(corpus, encoding="utf-8")
+    leakage = _audit_leakage(ctx, instances, examples, corpus, [*systems.values(), *templates.values(), *extra],
+                             templates["user"], builder["format"]["code"])
     tokens = {mode: sum(e["n_tokens"] for e in examples[mode]) for mode in MODES}
     workflows = sorted({e["workflow"] for e in examples["stripped"]})
     trained = sorted({i["workflow"] for i in instances if i["split"] == "train"})
@@ -572,6 +599,30 @@ def run_dataset(ctx: StepContext) -> StepResult:
                                "token_counter": TOKEN_COUNTER, "eval_instances": len(held_out),
                                "workflows": len(workflows), "train_workflows": len(trained),
                                "workflows_without_examples": [w for w in trained if w not in workflows],
+                               "held_out": leakage["splits"], "overlapping_turns": leakage["overlapping_turns"],
                                "warnings": [loss.line() for loss in losses]},
                       outputs=(*(f"{DATASET_DIR.path}/{mode}" for mode in MODES), EVAL_INSTANCES.path,
-                               CORPUS.path))
+                               CORPUS.path, LEAKAGE.path))
+
+
+def _audit_leakage(ctx: StepContext, instances: list[dict], examples: dict, corpus: str, sources: list[str],
+                   user_template: str, code_tag: str) -> dict:
+    """Audit dev and test against every training artifact; write ``leakage.json`` or fail."""
+    from runtime.distill.datasets import dumps
+    from runtime.distill.leakage import TrainingArtifacts, audit, leak_message
+    from runtime.train.train_split import train_split
+
+    alternatives_file = ctx.input(TEACHER_ALTERNATIVES)
+    alternatives = json.loads(alternatives_file.read_text(encoding="utf-8")) if alternatives_file.is_file() else {}
+    artifacts = TrainingArtifacts(examples=[e for mode in examples.values() for e in mode],
+                                  grpo_instances=train_split(instances), corpus=corpus, alternatives=alternatives,
+                                  sources=sources, user_template=user_template)
+    record = audit(instances, artifacts, code_tag)
+    message = leak_message(record)
+    if message:
+        raise StepError(message)
+    (ctx.out_dir / LEAKAGE.path).write_text(dumps(record), encoding="utf-8")
+    held = ", ".join(f"{split} {r['instances']} instances / {r['turns']} turns" for split, r in record["splits"].items())
+    ctx.console.print(f"dataset: leak audit: {held}; no held-out turn in any training artifact "
+                      f"({', '.join(record['checked'])})")
+    return record
