@@ -77,18 +77,92 @@ def _example_workflow() -> _Workflow:
                      params=("n in 2..5",), uses="Product", expects=("same_rows ordered",), solution=solution)
 
 
-def _imported_workflow(spec_path: Path) -> _Workflow:
+def _imported_workflows(spec_path: Path) -> list[_Workflow]:
+    """Two row-count workflows, the second held out whole for eval (a question with no
+    param has one value combination, so its instances cannot be split between training
+    and eval): on the first two entities, or twice on the only one."""
     from craftc.frontend import load_schema
 
     load = load_schema(spec_path)
     if load.schema is None or not load.schema.entities:
         raise ScaffoldError(f"the spec imported into `{spec_path}` has no entity to write an example workflow "
                             f"for; check it with `craftc check {spec_path}`")
-    entity = load.schema.entities[0]
-    solution = _render("solutions/row_count.py.j2", entity=entity.name, view=entity.view)
-    return _Workflow(name=f"count_{entity.view}",
-                     asks=(f"How many {entity.name} records are there?", f"Count the {entity.name} rows"),
-                     params=(), uses=entity.name, expects=("same_rows",), solution=solution)
+    first = load.schema.entities[0]
+    second = load.schema.entities[1] if len(load.schema.entities) > 1 else None
+    workflows = [_Workflow(name=f"count_{first.view}",
+                           asks=(f"How many {first.name} records are there?", f"Count the {first.name} rows"),
+                           params=(), uses=first.name, expects=("same_rows",),
+                           solution=_render("solutions/row_count.py.j2", entity=first.name, view=first.view))]
+    entity = second or first
+    workflows.append(_Workflow(name=f"count_{entity.view}" if second else f"total_{entity.view}",
+                               asks=(f"What is the number of {entity.name} records?",
+                                     f"Give me the {entity.name} row count"),
+                               params=(), uses=entity.name, expects=("same_rows",),
+                               solution=_render("solutions/row_count.py.j2", entity=entity.name, view=entity.view)))
+    return workflows
+
+
+# The scaffold's model is CPU-sized: a stuffed baseline that needs more context than this
+# is left out (`baseline none`), with a comment that says why.
+CPU_CONTEXT = 4096
+# Teacher replies run longer than the reference solutions the check counts with, and later
+# eval turns carry earlier ones: the sizes leave this much room above the measured examples.
+MARGIN = 1.3
+_UNSIZED = {"vocab": 1024, "context": 1 << 20, "max_length": 1 << 20, "baseline_off": False, "sizes_why": ()}
+
+
+def _round_up(tokens: float, step: int) -> int:
+    return max(step, -(-int(tokens) // step) * step)
+
+
+def fit_sizes(recipe_path: Path) -> dict:
+    """`vocab`, `max_length` and `context` for the scaffold's model that hold ``recipe_path``'s
+    examples, counted as `craftc check` counts them (E528), and whether the stuffed baseline
+    is left out; ``sizes_why`` is the comment that says so in the recipe."""
+    from craftc.check.budget import example_tokens, solution_texts
+    from craftc.frontend import load_recipe
+
+    load = load_recipe(recipe_path)
+    if load.recipe is None:
+        raise ScaffoldError(f"the scaffolded recipe `{recipe_path}` does not check:\n{load.render()}")
+    counted = example_tokens(load.recipe, solution_texts(load.solution_sources))
+    vocab = _UNSIZED["vocab"]
+    max_length = _round_up(counted.longest["stripped"] * MARGIN, 128)
+    stuffed = _round_up(max(counted.longest["stuffed"] * MARGIN, max_length), 256)
+    why = [f"Sized to this schema: the longest stripped example is about {counted.longest['stripped']} tokens, "
+           f"the stuffed baseline's {counted.longest['stuffed']}",
+           f"({counted.how});",
+           f"`max_length` and `context` leave {MARGIN - 1:.0%} above them. `craftc check` recounts (E528)."]
+    if stuffed > CPU_CONTEXT:
+        why.append(f"The stuffed baseline is off (`baseline none`): its prompt alone, the whole schema, is about "
+                   f"{counted.head['stuffed']} tokens,")
+        why.append(f"more than this CPU-sized model's {CPU_CONTEXT}-token context holds; for that comparison give "
+                   f"`model tiny_moe` a `context` of at least {stuffed} and remove `baseline none`.")
+        return {"vocab": vocab, "max_length": max_length, "context": max(1024, _round_up(max_length, 256)),
+                "baseline_off": True, "sizes_why": why}
+    return {"vocab": vocab, "max_length": max_length, "context": max(1024, stuffed), "baseline_off": False,
+            "sizes_why": why}
+
+
+def _gate_timeout(warehouse: Path | None) -> dict:
+    """The execution gate's timeout for a bound warehouse: 2 s up to a million rows, a
+    second more per further million (a query on the reference's scale), at most 30 s."""
+    if warehouse is None:
+        return {"gate_timeout": None, "gate_timeout_why": ""}
+    import duckdb
+
+    try:
+        con = duckdb.connect(str(warehouse), read_only=True)
+        try:
+            rows = con.execute("SELECT coalesce(sum(estimated_size), 0) FROM duckdb_tables()").fetchone()[0]
+        finally:
+            con.close()
+    except duckdb.Error:
+        rows = 0
+    seconds = min(30, 2 + max(0, int(rows) - 1) // 1_000_000)
+    return {"gate_timeout": seconds,
+            "gate_timeout_why": f"The warehouse holds about {int(rows):,} rows: a candidate that runs past "
+                                f"{seconds}s is rejected as a timeout."}
 
 
 def _write(path: Path, text: str, written: list[Path]) -> None:
@@ -133,12 +207,18 @@ def scaffold_project(target: str | os.PathLike, source: str | os.PathLike | None
     written: list[Path] = []
     spec_path = target / "schema_specs" / f"{schema_name}.craft"
     _write(spec_path, _canonical(spec_text, spec_path.as_posix()), written)
-    workflow = _imported_workflow(spec_path) if source else _example_workflow()
+    workflows = _imported_workflows(spec_path) if source else [_example_workflow()]
     recipe_path = target / "recipes" / f"{name}.craft"
-    recipe = _render("recipe.craft.j2", name=name, schema_name=schema_name, warehouse=warehouse,
-                     workflow=workflow)
+    for workflow in workflows:
+        _write(target / "solutions" / f"{workflow.name}.py", workflow.solution, [])
+    settings = {"name": name, "schema_name": schema_name, "warehouse": warehouse, "workflows": workflows,
+                "held_out": [w.name for w in workflows[1:]], **_gate_timeout(source if warehouse else None)}
+    # Rendered once with room for anything, measured, then rendered with sizes that fit.
+    roomy = _render("recipe.craft.j2", **settings, **_UNSIZED)
+    _write(recipe_path, _canonical(roomy, recipe_path.as_posix()), [])
+    recipe = _render("recipe.craft.j2", **settings, **fit_sizes(recipe_path))
     _write(recipe_path, _canonical(recipe, recipe_path.as_posix()), written)
-    _write(target / "solutions" / f"{workflow.name}.py", workflow.solution, written)
+    written += [target / "solutions" / f"{workflow.name}.py" for workflow in workflows]
     _write(target / "Makefile", _render("Makefile.j2", name=name), written)
     shown_source = source.as_posix() if source else None
     _write(target / "README.md", _render("README.md.j2", name=name, schema_name=schema_name, source=shown_source),
