@@ -80,7 +80,7 @@ def _example_workflow() -> _Workflow:
 def _imported_workflows(spec_path: Path) -> list[_Workflow]:
     """Two row-count workflows, the second held out whole for eval (a question with no
     param has one value combination, so its instances cannot be split between training
-    and eval): on the first two entities, or twice on the only one."""
+    and eval): on the first two entities, or a row count and a distinct-key count of the only one."""
     from craftc.frontend import load_schema
 
     load = load_schema(spec_path)
@@ -93,12 +93,20 @@ def _imported_workflows(spec_path: Path) -> list[_Workflow]:
                            asks=(f"How many {first.name} records are there?", f"Count the {first.name} rows"),
                            params=(), uses=first.name, expects=("same_rows",),
                            solution=_render("solutions/row_count.py.j2", entity=first.name, view=first.view))]
-    entity = second or first
-    workflows.append(_Workflow(name=f"count_{entity.view}" if second else f"total_{entity.view}",
-                               asks=(f"What is the number of {entity.name} records?",
-                                     f"Give me the {entity.name} row count"),
-                               params=(), uses=entity.name, expects=("same_rows",),
-                               solution=_render("solutions/row_count.py.j2", entity=entity.name, view=entity.view)))
+    if second is not None:
+        workflows.append(_Workflow(name=f"count_{second.view}",
+                                   asks=(f"What is the number of {second.name} records?",
+                                         f"Give me the {second.name} row count"),
+                                   params=(), uses=second.name, expects=("same_rows",),
+                                   solution=_render("solutions/row_count.py.j2", entity=second.name,
+                                                    view=second.view)))
+    else:       # other code than the first's: a held-out turn must not share a trained reference
+        workflows.append(_Workflow(name=f"distinct_{first.view}",
+                                   asks=(f"How many distinct {first.name} keys are there?",
+                                         f"Count the different {first.name} keys"),
+                                   params=(), uses=first.name, expects=("same_rows",),
+                                   solution=_render("solutions/distinct_count.py.j2", entity=first.name,
+                                                    view=first.view, key=first.key.name)))
     return workflows
 
 
