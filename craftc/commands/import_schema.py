@@ -29,7 +29,11 @@ def run(args) -> int:
             else:
                 sys.stdout.write(render_drift(drift, args.check, args.source))
             return 2 if drift.changes else 0
-        text = import_schema(args.source, name=args.name, dialect=args.dialect, docs_from=args.docs_from)
+        report: list[str] = []
+        text = import_schema(args.source, name=args.name, dialect=args.dialect, docs_from=args.docs_from,
+                             report=report)
+        for line in report:
+            sys.stderr.write(line + "\n")
     except ImportFailed as failed:
         sys.stderr.write(render_diagnostics(failed.diagnostics, color=color(sys.stderr)))
         return 1
