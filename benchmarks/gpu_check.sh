@@ -17,7 +17,7 @@
 # Figures (OUT_DIR): figures.json, figures.md, sft_loss.png, grpo_rewards.png, report.md,
 # run.log: tokens/s, steps/s, peak GPU memory, an MFU estimate, loss and reward curves
 # (benchmarks/gpu_figures.py says how each is measured). docs/gpu-check.md, "The lent GPU
-# machine", gives the device tool's command.
+# machine", gives the command sequence.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

@@ -2,7 +2,7 @@
 
     python benchmarks/gpu_figures.py RUN_DIR OUT_DIR [--peak-log FILE] [--wall S] [--peak-tflops T]
 
-Writes into OUT_DIR (at most 8 files, what the device tool brings back):
+Writes into OUT_DIR (at most 8 files, what a lent machine's runner brings back):
 ``figures.json`` (every number below), ``figures.md`` (the same as a table), ``sft_loss.png``
 (both arms' loss), ``grpo_rewards.png`` (the mean reward per step) and ``report.md`` (the run's
 report), and prints figures.md.

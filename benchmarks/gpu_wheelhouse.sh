@@ -9,7 +9,7 @@
 #   PY_VERSION=3.11 bash benchmarks/gpu_wheelhouse.sh DIR   # the same set for another Python (the CPU rehearsal)
 #   bash benchmarks/gpu_wheelhouse.sh --verl [DIR]          # also verl 0.9.1 and what it needs, to see whether it fits
 #
-# The total printed at the end must leave room under the device tool's 64 MiB (working tree
+# The total printed at the end must leave room under the 64 MiB a lent machine takes (working tree
 # plus carried paths); the tree itself is about 3.5 MB.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -68,7 +68,7 @@ size = total(wheels)
 print(f"wheelhouse {wheels}: {len(list(wheels.glob('*.whl')))} wheels, {size / 2**20:.1f} MiB; "
       f"with the tracked tree ({tracked / 2**20:.1f} MiB): {(size + tracked) / 2**20:.1f} MiB of {limit} MiB")
 if size + tracked > limit * 2**20:
-    sys.exit("the wheelhouse and the tree do not fit the device tool's limit")
+    sys.exit("the wheelhouse and the tree do not fit the 64 MiB a lent machine takes")
 if verl:
     extra = Path(str(wheels) + "-verl")
     more = total(extra)
