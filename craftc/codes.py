@@ -34,7 +34,7 @@ def _teacher_only_settings() -> str:
 
     Example:
         >>> _teacher_only_settings().split("; ")[0]
-        '`model`, `temperature`, `max_new_tokens` (read by openai, hf, vllm)'
+        '`model`, `temperature`, `max_new_tokens`, `budget` (read by openai, hf, vllm)'
     """
     recipe_key = {key.field or name: name for name, key in BLOCK_KEYS["teacher"].items()}
     by_kinds: dict[tuple[str, ...], list[str]] = {}

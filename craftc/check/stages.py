@@ -265,6 +265,16 @@ def _check_budget(decl: RecipeDecl, recipe: Recipe, blocks: dict[str, Block], mo
                 sink.error("E528", f"stage `{s.name}`: the prompt of every stripped example (system prompt and "
                            f"first question: {counted.head['stripped']} tokens, {how}) fills `max_length "
                            f"{room['stripped']}`; truncation would leave no reply to train", span, fix)
+            elif not counted.measured:
+                # An estimate within about 40% of the real count cannot prove the overflow:
+                # the launch measures it with the real tokenizer (runtime/train/step.py).
+                span = _eval_span(decl) or (block.name_span if block else s.span)
+                sink.warning("W511", f"stage `{s.name}`: the stuffed baseline's prompt (the whole schema and the "
+                             f"first question: about {counted.head['stuffed']} tokens, {how}) may fill the "
+                             f"{room['stuffed']} tokens its arm trains on (model `{model.name}`, context "
+                             f"{model.context})", span,
+                             f"give model `{model.name}` a `context` of at least {_round_up(counted.longest['stuffed'])}, "
+                             "or write `eval { baseline none }` to train and evaluate no stuffed arm")
             else:
                 span = _eval_span(decl) or (block.name_span if block else s.span)
                 need = counted.longest["stuffed"]

@@ -9,7 +9,9 @@ held-out turn shows up in one. What counts as a held-out turn appearing, per lea
   so far. A follow-up such as "Make it weekly" is the same words in every conversation;
   it is held out by the questions before it.
 - ``reference_code``: the turn's reference code (whitespace collapsed) is a training
-  turn's code or a code block a training example writes.
+  turn's code or a code block a training example writes. Code that writes none of its
+  instance's values (it reads them from ``params`` as it runs) is the same for every
+  instance of its turn and answers nothing by itself: only code with values counts.
 - ``value_combination``: a training turn of the same workflow and position reads the
   same values (``InstanceTurn.reads``): the same question, asked in other words.
 - ``tokenizer_corpus``: the turn's reference code, or a conversation's first question
@@ -100,6 +102,11 @@ def _example_codes(example: Mapping[str, Any], code_tag: str) -> set[str]:
     return codes
 
 
+def _writes_values(instance: Mapping[str, Any], code: str) -> bool:
+    """Whether reference code writes any of its instance's param values into its text."""
+    return any(repr(v) in code or (str(v) and str(v) in code) for v in instance["params"].values())
+
+
 def _words(texts: Iterable[str]) -> set[str]:
     return {w.lower() for text in texts for w in _WORD.findall(text or "")}
 
@@ -186,6 +193,7 @@ def audit(instances: list[Mapping[str, Any]], artifacts: TrainingArtifacts, code
             per_split[split]["turns"] += 1
             questions = _questions(instance, index, template)
             code = _collapse(turn.get("code", ""))
+            code = code if _writes_values(instance, code) else ""
             value = _value_key(instance, index)
             for artifact, (q, c, v) in (("sft_examples", (sft_q | example_questions, sft_c | example_codes, sft_v)),
                                         ("grpo_rows", (grpo_q, grpo_c, grpo_v))):

@@ -54,7 +54,7 @@ def _legacy_changes() -> tuple[list[str], list[str]]:
 # (3 s -> 1 s) and its GRPO steps (32 -> 12).
 _STALE = re.compile(r"^\s*# \(\d+ unchanged attributes hidden\)$|token_budget\.json|~ max_turns: 1 -> 3"
                     r"|~ candidates: 4 -> 8|~ epochs: 4\.0 -> 3\.0|~ execution\.timeout_s: 3\.0 -> 10\.0"
-                    r"|~ steps: 32 -> 60")
+                    r"|~ steps: 32 -> 60|~ instances: 2 -> 4")
 
 
 def test_full_holds_every_change_the_exhaustive_listing_held():
@@ -69,6 +69,7 @@ def test_full_holds_every_change_the_exhaustive_listing_held():
     assert "      ~ max_turns: 2 -> 3" in full and "  ~ review/token_budget.json" in full
     assert "      ~ candidates: 2 -> 8" in full and "      ~ epochs: 1.0 -> 3.0" in full
     assert "      ~ execution.timeout_s: 0.5 -> 10.0" in full and "      ~ steps: 12 -> 60" in full
+    assert "      ~ instances: 3 -> 4" in full          # the v1 recipe's eval moved from 2 to 3
     assert [c for c in classified if f"  {c}" not in full] == []
 
 

@@ -201,7 +201,8 @@ def test_launch_script_is_executable_and_names_the_stage_module(tmp_path, recipe
     script = out / "stages" / "grpo" / "launch.sh"
     assert script.stat().st_mode & 0o111
     text = script.read_text()
-    assert 'accelerate launch --config_file "$PLAN_DIR/stages/grpo/accelerate.yaml"' in text
+    # CRAFT_ACCELERATE_CONFIG: a config with the layer classes of the model's config.json
+    assert 'accelerate launch --config_file "${CRAFT_ACCELERATE_CONFIG:-$PLAN_DIR/stages/grpo/accelerate.yaml}"' in text
     assert "-m runtime.train.grpo" in text
 
 

@@ -43,6 +43,9 @@ def test_the_launch_script_runs_an_accelerate_command_accelerate_accepts(tmp_pat
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
     # The argv the script execs, with its variables filled in.
     body = script.read_text().split("CMD=(", 1)[1].split(")\n", 1)[0]
+    # Unset CRAFT_ACCELERATE_CONFIG: the plan's own accelerate.yaml.
+    body = body.replace('"${CRAFT_ACCELERATE_CONFIG:-$PLAN_DIR/stages/sft/accelerate.yaml}"',
+                        '"$PLAN_DIR/stages/sft/accelerate.yaml"')
     argv = shlex.split(body.replace("$PLAN_DIR", str(plan)).replace("$CONFIG", "step.json"))
     args = launch_command_parser().parse_args(argv[argv.index("launch") + 1:])
     assert args.config_file == f"{plan}/stages/sft/accelerate.yaml" and args.module is True
