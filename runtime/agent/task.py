@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TaskTurn", "AgentTask", "TaskFormatError", "load_tasks"]
+__all__ = ["TaskTurn", "AgentTask", "TaskFormatError", "load_tasks", "read_instance_file"]
 
 
 class TaskFormatError(ValueError):
@@ -90,6 +90,16 @@ class AgentTask:
         )
 
 
+def read_instance_file(path: Path):
+    """The JSON of an instance file; a missing or malformed one is a `TaskFormatError` naming the fix."""
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise TaskFormatError(f"instance file {path} is missing; run the dataset step first") from None
+    except json.JSONDecodeError as exc:
+        raise TaskFormatError(f"instance file {path} is not valid JSON ({exc}); rerun the dataset step") from None
+
+
 def load_tasks(path: str | Path) -> list[AgentTask]:
     """Read instances from a JSON list, a ``{"instances": [...]}`` object or a split map.
 
@@ -97,12 +107,7 @@ def load_tasks(path: str | Path) -> list[AgentTask]:
     instance's ``split`` from its key when the instance does not carry one.
     """
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise TaskFormatError(f"instance file {path} is missing; run the dataset step first") from None
-    except json.JSONDecodeError as exc:
-        raise TaskFormatError(f"instance file {path} is not valid JSON ({exc}); rerun the dataset step") from None
+    data = read_instance_file(path)
     items: list[tuple[str, dict]] = []
     if isinstance(data, list):
         items = [("", d) for d in data]

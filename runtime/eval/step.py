@@ -44,14 +44,9 @@ FAILED_REFERENCE = "the reference fails on this warehouse"
 def held_out_tasks(path: Path, split: str) -> list[AgentTask]:
     """The held-out instances of ``split`` (dev or test) as agent tasks, each task's
     ``split`` its kind (new values, new phrasing, new workflow)."""
-    from runtime.agent.task import TaskFormatError
+    from runtime.agent.task import TaskFormatError, read_instance_file
 
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise TaskFormatError(f"instance file {path} is missing; run the dataset step first") from None
-    except json.JSONDecodeError as exc:
-        raise TaskFormatError(f"instance file {path} is not valid JSON ({exc}); rerun the dataset step") from None
+    data = read_instance_file(path)
     if not isinstance(data, list):
         raise TaskFormatError(f"{path} is not a list of instances; rerun the dataset step")
     chosen = [{**item, "split": item.get("heldout", "")} for item in data if item.get("split") == split]
