@@ -659,6 +659,23 @@ class GRPOStage(StageBase):
     max_new_tokens: int = Field(256, ge=1, description="grpo: tokens per generated turn")
     temperature: float = Field(1.0, gt=0, le=5, description="grpo: sampling temperature")
     beta: float = Field(0.0, ge=0, description="grpo: KL coefficient")
+    clip: float = Field(0.2, gt=0, le=1, description="grpo: clipping range of the policy ratio (TRL's "
+                        "`epsilon`)", json_schema_extra=_surface(engine="trl"))
+    # SFT's own rows are solved already (execution success about 1.0 on them): a group whose
+    # rollouts all pass has zero advantage and teaches nothing, and a measurement on them is
+    # in-sample. Fresh rows ask trained phrasings with values no split holds
+    # (runtime.train.rl_rows; the grpo step audits them against SFT's data, dev and test).
+    rows: Literal["fresh", "sft"] = Field(
+        "fresh", description="grpo: the rows GRPO plays: `fresh`, instances drawn for it with value groups "
+        "that SFT's data, dev and test do not hold, in trained phrasings; `sft`, the train split SFT learned")
+    fresh_instances: int = Field(4, ge=1, le=10000, description="grpo: fresh instances drawn per trained "
+                                 "workflow (`rows fresh`)")
+    # DAPO's dynamic sampling: a group whose rollouts all score the same R_outcome (all pass or
+    # all fail) is dropped and replaced by a group of another row, so every step's groups teach.
+    dynamic_sampling: int = Field(
+        0, ge=0, le=16, description="grpo: rounds in which each group whose rollouts all score the same "
+        "R_outcome is replaced by a group of another row (the dropped groups are counted per step); 0: off",
+        json_schema_extra=_surface(engine="trl"))
     rollout: Literal["transformers", "vllm", "sglang"] = Field(
         "transformers", description="grpo: generation engine, optionally with the vllm mode "
         "(`rollout vllm, server`); `engine verl` takes vllm or sglang",

@@ -40,6 +40,7 @@ CRAFT_TO_TRL: dict[str, tuple[str, ...]] = {
     "max_new_tokens": ("max_completion_length",),
     "temperature": ("temperature",),
     "beta": ("beta",),
+    "clip": ("epsilon",),
     "rollout": ("use_vllm", "vllm_mode"),
     "max_turns": ("max_tool_calling_iterations",),
     "reward": ("reward_weights",),

@@ -24,7 +24,7 @@ __all__ = [
     "RunPath", "MANIFEST", "API_FACTORY", "FINAL", "ADAPTER", "SFT_ARMS",
     "WAREHOUSE", "WORLD_PROFILE", "DISTILL_INSTANCES", "CANDIDATES", "TEACHER_ALTERNATIVES", "LEAKAGE", "GATE_INSTANCES", "ACCEPTED",
     "OUTCOMES", "FUNNEL_JSON", "FUNNEL_MD", "DATASET_DIR", "EVAL_INSTANCES", "CORPUS",
-    "SFT_BASE", "sft_arm_dir", "sft_final", "trained_model", "EVAL_ARM_MODELS", "SFT_FINAL", "SFT_SUMMARY", "GRPO_FINAL", "GRPO_SUMMARY", "GRPO_STEP_CONFIG", "TRAIN_INSTANCES",
+    "SFT_BASE", "sft_arm_dir", "sft_final", "trained_model", "EVAL_ARM_MODELS", "SFT_FINAL", "SFT_SUMMARY", "GRPO_FINAL", "GRPO_SUMMARY", "GRPO_STEP_CONFIG", "TRAIN_INSTANCES", "MEASURE_INSTANCES", "ROWS_AUDIT",
     "EVAL_JSON", "REPORT_JSON",
 ]
 
@@ -109,7 +109,9 @@ SFT_SUMMARY = "sft_summary.json"                           # in each arm's direc
 GRPO_FINAL = trained_model("grpo")
 GRPO_SUMMARY = RunPath("grpo", "grpo_summary.json")
 GRPO_STEP_CONFIG = RunPath("grpo", "grpo_config.json")     # what the stage's launch.sh reads (either engine)
-TRAIN_INSTANCES = RunPath("grpo", "train_instances.json")  # the gate's instances of the train split
+TRAIN_INSTANCES = RunPath("grpo", "train_instances.json")  # the rows Stage II plays (`rows fresh` or sft)
+MEASURE_INSTANCES = RunPath("grpo", "measure_instances.json")  # the dev split, measured before and after
+ROWS_AUDIT = RunPath("grpo", "rows_audit.json")            # fresh rows checked against SFT's data, dev, test
 
 # eval, report
 EVAL_ARM_MODELS = {"craft": ("craft", True), "sft_only": ("craft", False), "stuffed": ("stuffed", False)}

@@ -123,6 +123,7 @@ def trl_config(recipe: Recipe, stage: Stage) -> dict:
             num_generations=stage.group,
             max_completion_length=stage.max_new_tokens,
             beta=stage.beta,
+            epsilon=stage.clip,
             temperature=stage.temperature,
             use_vllm=stage.rollout == "vllm",
             reward_weights=reward_spec(recipe)["trainer_weights"],

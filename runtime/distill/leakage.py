@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["LEAK_KINDS", "TrainingArtifacts", "LeakError", "audit", "leak_message"]
+__all__ = ["LEAK_KINDS", "TrainingArtifacts", "LeakError", "audit", "leak_message", "rows_overlap"]
 
 LEAK_KINDS = ("question_text", "reference_code", "value_combination", "tokenizer_corpus", "teacher_alternatives",
               "decoding_vocabulary")
@@ -244,3 +244,40 @@ def leak_message(record: dict) -> str | None:
             f"`{first['instance_id']}/t{first['turn']}` in {first['artifact']} ({first['kind']}): {first['what']!r}. "
             "A held-out turn must not be trained on; rebuild the instances with `craftc run PLAN --from distill` "
             "and check what put it there")
+
+
+def rows_overlap(rows: list[Mapping[str, Any]], against: list[Mapping[str, Any]], user_template: str = "{ask}",
+                 code_tag: str = "CODE") -> dict:
+    """How many turns of ``rows`` another set of instances already holds, per kind.
+
+    The check of Stage II's fresh rows against SFT's train split, dev and test: a turn
+    counts when its questions so far, its reference code (when it writes values) or its
+    value combination is one of ``against``'s turns (the kinds of :func:`audit`).
+
+    Returns:
+        ``{"turns": N, "overlapping_turns": M, "kinds": {kind: count}, "first": [...]}``.
+    """
+    questions, codes, values = set(), set(), set()
+    for instance in against:
+        for index, turn in enumerate(instance["turns"]):
+            questions.add(_questions(instance, index, user_template))
+            if turn.get("code"):
+                codes.add(_collapse(turn["code"]))
+            values.add(_value_key(instance, index))
+    kinds: Counter = Counter()
+    overlapping, first, turns = set(), [], 0
+    for instance in rows:
+        for index, turn in enumerate(instance["turns"]):
+            turns += 1
+            code = _collapse(turn.get("code", ""))
+            hits = [kind for kind, hit in (
+                ("question_text", _questions(instance, index, user_template) in questions),
+                ("reference_code", bool(code) and _writes_values(instance, code) and code in codes),
+                ("value_combination", _value_key(instance, index) in values)) if hit]
+            kinds.update(hits)
+            if hits:
+                overlapping.add((instance["instance_id"], index))
+                if len(first) < _SHOWN:
+                    first.append({"instance_id": instance["instance_id"], "turn": index + 1, "kinds": hits})
+    return {"turns": turns, "overlapping_turns": len(overlapping), "kinds": dict(sorted(kinds.items())),
+            "first": first}

@@ -58,6 +58,7 @@ __all__ = [
     "make_instances",
     "split_instances",
     "draw_instances",
+    "draw_fresh_instances",
     "held_out_kind",
     "first_turn_reads",
     "SPLITS",
@@ -581,6 +582,79 @@ def draw_instances(
             split_of[instance.instance_id] = "train"
             missing -= 1
     return out, split_of
+
+
+# Fresh instances are drawn from this index on: far past any index the train split's top-up
+# reaches, so their seeded draws and ids never coincide with a split's.
+FRESH_INDEX_BASE = 1_000_000
+
+
+def draw_fresh_instances(
+    recipe: Recipe,
+    con: Any,
+    seed: int,
+    per_workflow: int,
+    taken: Sequence[Mapping[str, Any]],
+    solution_root: str | Path = ".",
+    solution_sources: Mapping[str, str | Path] | None = None,
+) -> list[Instance]:
+    """Instances no split holds: ``per_workflow`` per trained workflow, for Stage II to play.
+
+    Each asks in a trainable phrasing (a held-out phrasing stays new to every stage) with a
+    value group (the values its first turn's reference reads) that no instance in
+    ``taken`` has, and no turn whose questions so far a taken turn (or an earlier fresh
+    one) asks: not trained by SFT, not held by dev or test. Held-out workflows get
+    none. A param space with fewer free groups gives a workflow fewer instances; the
+    caller counts them. Ids are ``<workflow>-rl<n>``.
+
+    Args:
+        recipe: The resolved recipe.
+        con: A DuckDB connection with the logical views bound.
+        seed: The run's seed (the draws are a pure function of it).
+        per_workflow: Fresh instances wanted per workflow.
+        taken: The run's instances as records (``Instance.to_dict`` form), every split.
+        solution_root: As for :func:`make_instances`.
+        solution_sources: As for :func:`make_instances`.
+    """
+    root = Path(solution_root)
+    sources = {key: Path(value) for key, value in (solution_sources or {}).items()}
+    texts: dict[str, str] = {}
+    cache: dict = {}
+    reads = first_turn_reads(recipe, solution_root, solution_sources)
+    held_workflows = set(recipe.eval.holdout_workflows)
+    out: list[Instance] = []
+    for workflow in recipe.workflows:
+        if workflow.name in held_workflows or per_workflow <= 0:
+            continue
+        first = reads[workflow.name]
+        mine = [i for i in taken if i["workflow"] == workflow.name]
+        used = {json.dumps(i["params"], sort_keys=True, default=str) for i in mine}
+        forbidden = frozenset(_group_key(i["params"], first) for i in mine)
+        # A first question may not ask every value its reference reads: the same words can
+        # then come with other values. A fresh row never repeats a taken turn's questions.
+        asked = {tuple(t["ask"] for t in i["turns"][: n + 1]) for i in mine for n in range(len(i["turns"]))}
+        found = 0
+        widest = max(len(turn.asks) for turn in workflow.turns)
+        for index in range(FRESH_INDEX_BASE, FRESH_INDEX_BASE + 4 * widest * (per_workflow + _DISTINCT_DRAWS)):
+            if found == per_workflow:
+                break
+            if _held_out_slot(index, workflow, recipe.eval):
+                continue
+            params = _distinct_params(workflow, seed, index, con, recipe.schema_, cache, used, forbidden,
+                                      group_of=lambda p: _group_key(p, first))
+            # A repeat of an earlier fresh group would train one question twice: skip it.
+            if params is None or _group_key(params, first) in forbidden:
+                continue
+            forbidden |= {_group_key(params, first)}
+            instance = _instance(recipe, workflow, index, params, root, sources, texts)
+            questions = [tuple(t.ask for t in instance.turns[: n + 1]) for n in range(len(instance.turns))]
+            if asked & set(questions):
+                continue
+            asked |= set(questions)
+            out.append(Instance(instance.workflow, f"{workflow.name}-rl{found:04d}", instance.params,
+                                instance.turns))
+            found += 1
+    return out
 
 
 def _held_out_slot(index: int, workflow: Workflow, eval_spec: EvalSpec) -> bool:

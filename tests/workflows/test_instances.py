@@ -14,7 +14,7 @@ from craftc.ir import (
     Turn, Workflow,
 )
 from runtime.workflows import (
-    SPLITS, Instance, InstanceError, draw_instances, first_turn_reads, held_out_kind, make_instances, render_ask,
+    SPLITS, Instance, InstanceError, draw_fresh_instances, draw_instances, first_turn_reads, held_out_kind, make_instances, render_ask,
     sample_params, split_instances,
 )
 
@@ -296,3 +296,50 @@ def test_held_out_workflows_get_no_training_instances_at_any_volume(con, recipe,
     instances, split_of = draw_instances(held, con, 7, 12, 40, tmp_path)
     assert _train_per_workflow(instances, split_of) == {"top": 40, "drill": 0}
     assert sum(split_of[i.instance_id] in ("dev", "test") for i in instances if i.workflow == "drill") == 12
+
+
+def _records(instances, split_of):
+    return [{**i.to_dict(), "split": split_of[i.instance_id]} for i in instances]
+
+
+def test_fresh_instances_take_no_value_group_of_any_split(con, recipe, tmp_path):
+    instances, split_of = draw_instances(recipe, con, 7, 12, 3, tmp_path)
+    taken = _records(instances, split_of)
+    fresh = draw_fresh_instances(recipe, con, 7, 4, taken, tmp_path)
+    reads = first_turn_reads(recipe, tmp_path)
+    assert [i.instance_id for i in fresh if i.workflow == "top"] == [f"top-rl{n:04d}" for n in range(4)]
+    assert not _groups(fresh, reads) & _groups(instances, reads)
+    assert len(_groups(fresh, reads)) == len(fresh) == 8          # no two fresh rows ask the same values
+    for instance in fresh:                                         # trained phrasings only
+        assert all(t.phrasing_index < t.phrasings - min(1, t.phrasings - 1) for t in instance.turns)
+    assert fresh == draw_fresh_instances(recipe, con, 7, 4, taken, tmp_path)   # a pure function of the seed
+
+
+def test_fresh_instances_stop_when_the_value_space_runs_out_and_skip_held_out_workflows(con, recipe, tmp_path):
+    # `days` x `advertiser` x `n`: a workflow whose only param has three values has three groups.
+    days_only = Workflow(name="top", kind="workflow", params=(PARAMS[2],),
+                         turns=(Turn(asks=("Spend over {days} days", "{days}-day spend", "Last {days} days"),
+                                     solution="top.py"),))
+    small = recipe.model_copy(update={"workflows": (days_only, recipe.workflows[1]),
+                                      "eval": EvalSpec(holdout=0.25, holdout_phrasings=1, holdout_workflows=("drill",))})
+    (tmp_path / "top.py").write_text('"""Spend over ${days} days."""\nresult = api.query("SELECT ${days}")\n')
+    instances, split_of = draw_instances(small, con, 7, 3, 1, tmp_path)
+    fresh = draw_fresh_instances(small, con, 7, 5, _records(instances, split_of), tmp_path)
+    used = {i.params["days"] for i in instances if i.workflow == "top"}
+    assert {i.params["days"] for i in fresh} == {7, 14, 30} - used
+    assert not [i for i in fresh if i.workflow == "drill"]
+
+
+def test_rows_overlap_finds_a_planted_repeat_by_kind(con, recipe, tmp_path):
+    from runtime.distill.leakage import rows_overlap
+
+    instances, split_of = draw_instances(recipe, con, 7, 12, 3, tmp_path)
+    taken = _records(instances, split_of)
+    fresh = [i.to_dict() for i in draw_fresh_instances(recipe, con, 7, 2, taken, tmp_path)]
+    train = [r for r in taken if r["split"] == "train"]
+    assert rows_overlap(fresh, train)["overlapping_turns"] == 0
+    planted = {**fresh[0], "params": train[0]["params"], "workflow": train[0]["workflow"], "turns": train[0]["turns"]}
+    found = rows_overlap([planted, *fresh[1:]], train)
+    assert found["overlapping_turns"] == len(train[0]["turns"])
+    assert found["kinds"]["value_combination"] == len(train[0]["turns"]) and found["kinds"]["question_text"] >= 1
+    assert found["first"][0]["turn"] == 1

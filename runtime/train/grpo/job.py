@@ -64,6 +64,7 @@ class GRPOJob:
     reference_limits: dict | None = None
     plan_dir: str | None = None                   # where the plan lives (R_judge's llm judge reads its prompt)
     judge_cache: str | None = None                # the llm judges' verdict cache, when R_judge has one
+    measure_instances: str | None = None          # the dev split, measured before and after (step config)
 
     STEP_KEYS = ("model_dir", "instances", "warehouse", "out_dir")
 
@@ -126,6 +127,7 @@ class GRPOJob:
             schema=recipe.schema_.model_dump(mode="json"), earlier_turns=earlier_turns,
             reference_limits=sandbox_limits(recipe).to_dict(), plan_dir=str(plan_dir),
             judge_cache=str(root / step["judge_cache"]) if step.get("judge_cache") else None,
+            measure_instances=str(root / step["measure_instances"]) if step.get("measure_instances") else None,
         )
 
 

@@ -12,16 +12,21 @@ from runtime.train.grpo.rewards import score_episode
 from runtime.train.grpo.rollout import play
 from runtime.train.grpo.rows import RolloutTask
 
-__all__ = ["measure"]
+__all__ = ["measure", "paired_change"]
+
+# What the before/after change is reported for.
+CHANGED = ("total", "outcome", "exec_success")
 
 
 def measure(job: GRPOJob, model, tokenizer, sandbox, probe: list[RolloutTask], terms=None,
-            samples: int = 0, llm_judge=None) -> dict:
+            samples: int = 0, llm_judge=None, scores: list | None = None) -> dict:
     """Mean R_total, each component and execution success over the ``probe`` rollout tasks.
 
     ``samples=0`` decodes greedily (what an evaluation sees). ``samples=k`` draws k
     completions per task at the stage's temperature, seeded, which is the policy GRPO
-    actually optimises: its expected reward is what a step should raise.
+    actually optimises: its expected reward is what a step should raise. ``scores``, when
+    given, receives each rollout's ``(instance id, {component: score})`` in order, for
+    :func:`paired_change`.
     """
     import torch
 
@@ -39,6 +44,25 @@ def measure(job: GRPOJob, model, tokenizer, sandbox, probe: list[RolloutTask], t
     episodes, _, _ = play(job, generate, sandbox, tasks, [t.prompt for t in tasks])
     sums: dict[str, float] = {}
     for task, episode in zip(tasks, episodes):
-        for k, v in score_episode(episode, task, spec, terms, llm_judge).items():
+        scored = score_episode(episode, task, spec, terms, llm_judge)
+        if scores is not None:
+            scores.append((task.task.id.split("/")[0], scored))
+        for k, v in scored.items():
             sums[k] = sums.get(k, 0.0) + v
     return {k: round(v / max(1, len(tasks)), 6) for k, v in sorted(sums.items())}
+
+
+def paired_change(after: list, before: list) -> dict:
+    """After minus before over the same rollouts, per component, with a clustered interval.
+
+    ``after`` and ``before`` are :func:`measure`'s ``scores`` of one probe (the same tasks
+    in the same order); the rollouts of one instance (its turns, its samples) form one
+    cluster (``runtime.eval.stats.paired_clustered_difference``).
+    """
+    from runtime.eval.stats import paired_clustered_difference
+
+    if len(after) != len(before) or [c for c, _ in after] != [c for c, _ in before]:
+        raise ValueError("before and after were measured on different rollouts")
+    clusters = [c for c, _ in after]
+    return {name: paired_clustered_difference([s.get(name) for _, s in after], [s.get(name) for _, s in before],
+                                              clusters) for name in CHANGED}

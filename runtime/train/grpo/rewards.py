@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from runtime.train.grpo.rows import RolloutTask
 
-__all__ = ["score_episode", "make_reward_funcs"]
+__all__ = ["OUTCOME", "score_episode", "make_reward_funcs"]
+
+# The verifiable component: a rollout's answer against the reference or the checks. Dynamic
+# sampling drops a group whose rollouts all score the same on it (all pass or all fail).
+OUTCOME = "outcome"
 
 
 def score_episode(episode, play_task: RolloutTask, spec, terms=None, llm_judge=None) -> dict[str, float]:

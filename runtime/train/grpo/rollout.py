@@ -17,7 +17,7 @@ from __future__ import annotations
 from runtime.train.grpo.job import GRPOJob, GRPOSetupError
 from runtime.train.grpo.rows import RolloutTask, prompt_key
 
-__all__ = ["UNKNOWN_LOGPROB", "completion_tokens", "play", "make_rollout_func"]
+__all__ = ["UNKNOWN_LOGPROB", "completion_tokens", "play", "DynamicSampling", "make_rollout_func"]
 
 # What TRL's GRPOTrainer takes for a log-prob the sampler did not report (it maps vLLM's
 # `None` to it too, and zeroes the importance-sampling difference there).
@@ -88,8 +88,89 @@ def play(job: GRPOJob, generate, sandbox, plays: list[RolloutTask], prompts: lis
     return episodes, transcripts, [generations[i] for i in range(len(plays))]
 
 
-def make_rollout_func(job: GRPOJob, tokenizer, sandbox, plays: dict[str, RolloutTask]):
-    """TRL ``rollout_func``: each prompt's turns played by the policy, tool and user tokens masked out."""
+class DynamicSampling:
+    """DAPO's dynamic sampling: groups whose rollouts all score the same R_outcome are replaced.
+
+    Such a group (every rollout passes, or every one fails) has zero advantage and gives no
+    gradient. For up to ``rounds`` rounds, each such group of a step is dropped and a group
+    of another row, taken from a seeded cycle over the rows not in the step, is rolled out
+    in its place. ``per_step`` keeps, for each rollout call, the groups it had, how many
+    were dropped and how many were still flat when the rounds ran out; the trainer logs the
+    same figures (``dynamic_sampling/...``).
+    """
+
+    def __init__(self, rounds: int, group: int, keys: list[str], seed: int):
+        import random
+
+        self.rounds, self.group = rounds, group
+        self._order = list(keys)
+        random.Random(seed).shuffle(self._order)
+        self._next = 0
+        self.per_step: list[dict] = []
+
+    def _draw(self, busy: set[str]) -> str | None:
+        for _ in range(len(self._order)):
+            key = self._order[self._next % len(self._order)]
+            self._next += 1
+            if key not in busy:
+                return key
+        return None
+
+    def flat_groups(self, outcomes: list[float]) -> list[int]:
+        """Indices of the groups whose outcomes are all equal."""
+        g = self.group
+        return [i for i in range(len(outcomes) // g)
+                if max(outcomes[i * g:(i + 1) * g]) - min(outcomes[i * g:(i + 1) * g]) < 1e-9]
+
+    def refill(self, keys: list[str], results: list[tuple], outcome_of, play_keys) -> tuple[list, list]:
+        """Replace flat groups in place; ``results[i]`` is rollout i's (episode, transcript, generations).
+
+        ``outcome_of(key, episode)`` scores a rollout's R_outcome; ``play_keys(keys)``
+        rolls out the given row keys (one rollout each) and returns their results.
+        """
+        g = self.group
+        record = {"groups": len(keys) // g, "dropped": 0, "replaced": 0, "flat_after": 0}
+        # TRL hands each process whole groups of one prompt; anything else is left as it is.
+        if len(keys) % g or any(len(set(keys[i:i + g])) != 1 for i in range(0, len(keys), g)):
+            record["unaligned"] = True
+            self.per_step.append(record)
+            return keys, results
+        outcomes = [outcome_of(k, r[0]) for k, r in zip(keys, results)]
+        for _ in range(self.rounds):
+            flat = self.flat_groups(outcomes)
+            if not flat:
+                break
+            busy = set(keys)
+            swaps = []
+            for index in flat:
+                key = self._draw(busy)
+                if key is None:
+                    break
+                busy.add(key)
+                swaps.append((index, key))
+            record["dropped"] += len(flat)
+            if not swaps:
+                break
+            fresh = play_keys([key for _, key in swaps for _ in range(g)])
+            for n, (index, key) in enumerate(swaps):
+                for j in range(g):
+                    at = index * g + j
+                    keys[at], results[at] = key, fresh[n * g + j]
+                    outcomes[at] = outcome_of(key, results[at][0])
+            record["replaced"] += len(swaps)
+        record["flat_after"] = len(self.flat_groups(outcomes))
+        self.per_step.append(record)
+        return keys, results
+
+
+def make_rollout_func(job: GRPOJob, tokenizer, sandbox, plays: dict[str, RolloutTask], dynamic=None,
+                      outcome_of=None):
+    """TRL ``rollout_func``: each prompt's turns played by the policy, tool and user tokens masked out.
+
+    With ``dynamic`` (a :class:`DynamicSampling`) and ``outcome_of(key, episode)``, flat
+    groups are replaced before the completions are handed back: the returned prompt ids,
+    completions and ``row_key`` are the replacements', so the rewards score what was played.
+    """
     from runtime.agent import HFGenerator, TrainerVLLMGenerator
 
     by_prompt: dict[str, str] = {}
@@ -104,16 +185,28 @@ def make_rollout_func(job: GRPOJob, tokenizer, sandbox, plays: dict[str, Rollout
             generate = HFGenerator(trainer.accelerator.unwrap_model(trainer.model), tokenizer,
                                    max_new_tokens=job.stage["max_new_tokens"], do_sample=True,
                                    temperature=job.stage["temperature"], batch_size=len(prompts))
+
+        def play_keys(keys: list[str]) -> list[tuple]:
+            episodes, transcripts, generations = play(job, generate, sandbox, [plays[k] for k in keys],
+                                                      [plays[k].prompt for k in keys], overlap=True)
+            return list(zip(episodes, transcripts, generations))
+
         keys = [by_prompt[prompt_key(p)] for p in prompts]
-        episodes, transcripts, generations = play(job, generate, sandbox, [plays[k] for k in keys], prompts,
-                                                  overlap=True)
+        results = play_keys(keys)
+        if dynamic is not None and outcome_of is not None:
+            keys, results = dynamic.refill(keys, results, outcome_of, play_keys)
+            record = dynamic.per_step[-1]
+            metrics = getattr(trainer, "_metrics", {}).get("train")
+            if metrics is not None:
+                for name in ("dropped", "replaced", "flat_after"):
+                    metrics[f"dynamic_sampling/{name}"].append(float(record[name]))
         # With several processes vLLM calls go in lockstep: keep answering the others' calls
         # until every process's episodes have ended (TrainerVLLMGenerator).
         getattr(generate, "finish", lambda: None)()
         out = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [], "episode": [],
                "row_key": keys}
-        for prompt, episode, transcript, gens in zip(prompts, episodes, transcripts, generations):
-            tokens = completion_tokens(tokenizer, transcript, len(prompt), gens)
+        for key, (episode, transcript, gens) in zip(keys, results):
+            tokens = completion_tokens(tokenizer, transcript, len(plays[key].prompt), gens)
             out["prompt_ids"].append(gens[0].prompt_ids)
             for name, values in tokens.items():
                 out[name].append(values)

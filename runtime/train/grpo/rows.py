@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from runtime.train.grpo.job import GRPOJob, GRPOSetupError
 
-__all__ = ["load_training_tasks", "RolloutTask", "prompt_key", "build_rows", "outcome_sources",
+__all__ = ["load_training_tasks", "load_measure_tasks", "RolloutTask", "prompt_key", "build_rows", "outcome_sources",
            "completion_room"]
 
 
@@ -29,6 +29,18 @@ def load_training_tasks(job: GRPOJob) -> list:
     if not tasks:
         raise GRPOSetupError(f"{job.instances} holds no training instances; check the dataset step's train split")
     return tasks
+
+
+def load_measure_tasks(job: GRPOJob) -> list:
+    """The instances GRPO is measured on before and after (the dev split), or [] without them."""
+    from runtime.agent import TaskFormatError, load_tasks
+
+    if not job.measure_instances:
+        return []
+    try:
+        return load_tasks(job.measure_instances)
+    except TaskFormatError as exc:
+        raise GRPOSetupError(str(exc)) from None
 
 
 @dataclass

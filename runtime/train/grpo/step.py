@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runtime.layout import (GRPO_FINAL, GRPO_STEP_CONFIG, GRPO_SUMMARY, MANIFEST, SFT_FINAL, TRAIN_INSTANCES,
-                            WAREHOUSE)
+from runtime.layout import (GRPO_FINAL, GRPO_STEP_CONFIG, GRPO_SUMMARY, MANIFEST, MEASURE_INSTANCES, ROWS_AUDIT,
+                            SFT_FINAL, TRAIN_INSTANCES, WAREHOUSE)
 from runtime.train.grpo.job import json_text
 from runtime.train.train_split import write_train_instances
 
@@ -49,6 +49,7 @@ def run_grpo(ctx):
     (ctx.out_dir / GRPO_STEP_CONFIG.path).write_text(json_text({
         "model_dir": SFT_FINAL.relative_to_step("grpo"), "instances": TRAIN_INSTANCES.relative_to_step("grpo"),
         "warehouse": WAREHOUSE.relative_to_step("grpo"), "out_dir": ".",
+        "measure_instances": MEASURE_INSTANCES.relative_to_step("grpo"),
         # R_judge's llm judge shares the gate's verdict cache (runtime.rewards.judge).
         **({"judge_cache": judge_cache} if judge_cache else {}),
         # A replicate (`craftc run --replicates N`) trains with its own seed.
@@ -56,8 +57,9 @@ def run_grpo(ctx):
     command = launch_stage(ctx, "grpo", stage.name, ctx.out_dir / GRPO_STEP_CONFIG.path)
     if not ctx.launch:
         return StepResult(metrics={"launch": "manual", "commands": {"grpo": command}})
+    audit = (ROWS_AUDIT.path,) if (ctx.out_dir / ROWS_AUDIT.path).is_file() else ()
     return StepResult(metrics={"launch": "step", "commands": {"grpo": command}, **_summary_metrics(ctx.out_dir)},
-                      outputs=(GRPO_FINAL.path, "metrics.jsonl", GRPO_SUMMARY.path))
+                      outputs=(GRPO_FINAL.path, "metrics.jsonl", GRPO_SUMMARY.path, *audit))
 
 
 def _reward_judge_cache(ctx) -> str | None:
@@ -88,7 +90,12 @@ def _summary_metrics(step_dir: Path) -> dict:
             **{f"before_{k}": v for k, v in summary["before"].items() if k in ("total", "exec_success")},
             **{f"after_{k}": v for k, v in summary["after"].items() if k in ("total", "exec_success")},
             **{f"{when}_sampled_{k}": summary[f"{when}_sampled"][k] for when in ("before", "after")
-               for k in ("total", "exec_success")}}
+               for k in ("total", "exec_success")},
+            # Older summaries (before fresh rows) carry none of these.
+            **{k: summary[k] for k in ("measured_on", "rows_drawn") if k in summary},
+            **({"change_greedy_total": summary["change"]["greedy"]["total"]} if "change" in summary else {}),
+            **({"dynamic_dropped": summary["dynamic_sampling"]["dropped"],
+                "dynamic_groups": summary["dynamic_sampling"]["groups"]} if "dynamic_sampling" in summary else {})}
 
 
 def adopt_grpo_step(ctx, step_dir: Path) -> dict:

@@ -18,11 +18,12 @@ from pathlib import Path
 from craftc.atomic import replace_dir, write_atomic
 from runtime.layout import ADAPTER, FINAL, GRPO_SUMMARY
 from runtime.train.grpo.job import GRPOJob, GRPOSetupError, json_text, reward_llm_judge, reward_spec, schema_terms
-from runtime.train.grpo.measuring import measure
+from runtime.train.grpo.measuring import measure, paired_change
 from runtime.train.grpo.plots import plot_curves
-from runtime.train.grpo.rewards import make_reward_funcs
-from runtime.train.grpo.rollout import make_rollout_func
-from runtime.train.grpo.rows import build_rows, completion_room, load_training_tasks, outcome_sources
+from runtime.train.grpo.rewards import OUTCOME, make_reward_funcs, score_episode
+from runtime.train.grpo.rollout import DynamicSampling, make_rollout_func
+from runtime.train.grpo.rows import (build_rows, completion_room, load_measure_tasks, load_training_tasks,
+                                     outcome_sources)
 from runtime.train.loss_head import score_trained_positions_in
 from runtime.train.precision import load_for_training
 
@@ -106,26 +107,43 @@ def train_grpo(job: GRPOJob) -> dict:
     # The references are the recipe's own code: they run as the gate ran them (its timeout and
     # process reuse, `gate execution`); the policy's rollouts get a fresh process per job.
     reference_limits = SandboxLimits(**job.reference_limits) if job.reference_limits else limits
+    # A seeded sample of the measured instances: only their references need to run.
+    measured_tasks = load_measure_tasks(job)
+    measured_tasks = random.Random(job.seed).sample(measured_tasks, min(job.stage["measure"], len(measured_tasks)))
     with SandboxPool(job.workers, job.warehouse, reference_limits, job.api_factory, warmup=warmup) as references:
         rows, plays = build_rows(job, references, tasks)
+        # Measured on dev when the step gives it (held out from SFT and from these rows);
+        # a job without one measures a sample of its own rows, as an in-sample check.
+        measure_rows, measure_plays = build_rows(job, references, measured_tasks) if measured_tasks else (rows, plays)
+    measured_on = "dev" if measured_tasks else "training rows"
     with SandboxPool(job.workers, job.warehouse, limits, job.api_factory, warmup=warmup) as sandbox:
         # The measured rows: a seeded sample across workflows, the same before and after.
-        probe = [plays[r["row_key"]] for r in random.Random(job.seed).sample(rows, min(job.stage["measure"], len(rows)))]
-        before = measure(job, model, tokenizer, sandbox, probe, terms, llm_judge=llm_judge)
-        before_sampled = measure(job, model, tokenizer, sandbox, probe, terms, samples=group, llm_judge=llm_judge)
+        picked = random.Random(job.seed).sample(measure_rows, min(job.stage["measure"], len(measure_rows)))
+        probe = [measure_plays[r["row_key"]] for r in picked]
+        scores: dict[str, list] = {when: [] for when in ("before", "before_sampled", "after", "after_sampled")}
+        before = measure(job, model, tokenizer, sandbox, probe, terms, llm_judge=llm_judge, scores=scores["before"])
+        before_sampled = measure(job, model, tokenizer, sandbox, probe, terms, samples=group, llm_judge=llm_judge,
+                                 scores=scores["before_sampled"])
         sampled: dict[str, int] = {}
+        dynamic = None
+        if job.stage.get("dynamic_sampling", 0):
+            dynamic = DynamicSampling(job.stage["dynamic_sampling"], group, sorted(plays), job.seed)
         trainer = GRPOTrainer(
             model=model, processing_class=tokenizer, args=args,
             reward_funcs=make_reward_funcs(spec, plays, terms, sampled, llm_judge), train_dataset=Dataset.from_list(rows),
-            rollout_func=make_rollout_func(job, tokenizer, sandbox, plays), peft_config=peft,
+            rollout_func=make_rollout_func(job, tokenizer, sandbox, plays, dynamic,
+                                           outcome_of=lambda key, episode: score_episode(
+                                               episode, plays[key], spec, terms)[OUTCOME]),
+            peft_config=peft,
         )
         # On CPU, completions are scored without projecting their prompts (runtime.train.loss_head).
         score_trained_positions_in(trainer, trainer.temperature)
         counts = parameter_counts(trainer.model)
         trainer.train(resume_from_checkpoint=_last_checkpoint(out / "checkpoints"))
-        after = measure(job, trainer.model, tokenizer, sandbox, probe, terms, llm_judge=llm_judge)
+        after = measure(job, trainer.model, tokenizer, sandbox, probe, terms, llm_judge=llm_judge,
+                        scores=scores["after"])
         after_sampled = measure(job, trainer.model, tokenizer, sandbox, probe, terms, samples=group,
-                                llm_judge=llm_judge)
+                                llm_judge=llm_judge, scores=scores["after_sampled"])
     history = trainer.state.log_history
     # Every rank takes part in saving (sharded weights are gathered); rank 0 writes.
     tmp = out / ".final.tmp"
@@ -142,11 +160,20 @@ def train_grpo(job: GRPOJob) -> dict:
         "reward_weights": dict(zip(spec.components, spec.trl_weights)), "aggregate": spec.aggregate,
         "before": before, "after": after, "sampled_per_row": group,
         "before_sampled": before_sampled, "after_sampled": after_sampled,
+        # What before and after were measured on, and after minus before paired over the same
+        # rows (clustered by instance): greedy, and over `group` samples per row.
+        "measured_on": measured_on, "rows_drawn": job.stage.get("rows", "sft"),
+        "change": {"greedy": paired_change(scores["after"], scores["before"]),
+                   "sampled": paired_change(scores["after_sampled"], scores["before_sampled"])},
         "wall_s": round(time.time() - started, 1), "completion_room": room,
         "sandbox_redacted": sandbox.redactions,    # secret values cut out of tool output (docs/sandbox.md)
         "outcome_judged_by": outcome_sources(plays),
         "adapter": "lora" if peft is not None else None, **counts,
     }
+    if dynamic is not None:       # groups dropped for zero R_outcome variance, per rollout call
+        summary["dynamic_sampling"] = {"rounds": dynamic.rounds, "per_step": dynamic.per_step,
+                                       **{name: sum(r[name] for r in dynamic.per_step)
+                                          for name in ("groups", "dropped", "replaced", "flat_after")}}
     if llm_judge is not None:     # R_judge's llm judge: how often it was asked, and how many it answered anew
         summary["llm_judge"] = {"every": llm_judge.every, "asked_anew": llm_judge.asked}
     if trainer.is_world_process_zero():
