@@ -92,6 +92,14 @@ TRACKED_STEPS = ("gate", "sft", "grpo", "eval")
 VERSIONED_PACKAGES = ("craft", "duckdb", "torch", "transformers", "trl", "accelerate", "datasets")
 
 
+# Steps whose trainers checkpoint into the step's staging dir and resume from the last
+# checkpoint they find there (runtime.train.sft, runtime.train.grpo): an interrupted run of
+# one keeps that dir when its inputs are unchanged, so no finished training step is redone.
+# The other steps are rebuilt whole: they are cheap or keep their own cache outside.
+RESUMABLE_STEPS = ("sft", "grpo")
+RESUME_MARKER = ".craft-inputs-hash"
+
+
 def _canonical_hash(value: Any) -> str:
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -161,8 +169,11 @@ def _plan_parts(step: str, recipe: dict, artifacts: dict[str, str], warehouse: l
         "sft": {"stages": [s for s in stages if s["kind"] == "sft"], "models": models,
                 "configs": {k: v for s in stages if s["kind"] == "sft" for k, v in arts(f"stages/{s['name']}/").items()},
                 "masking": arts("specs/masking.json"), "baseline_budget": recipe["eval"]["baseline_budget"]},
+        # `rows fresh` draws its rows from the workflows, past the instances the splits hold.
         "grpo": {"stages": stages, "models": models, "reward": recipe["reward"],
-                 "configs": arts("stages/"), "prompts": arts("prompts/"), "specs": arts("specs/")},
+                 "configs": arts("stages/"), "prompts": arts("prompts/"), "specs": arts("specs/"),
+                 "schema": logical, "workflows": recipe["workflows"], "eval": drawn,
+                 "solutions": arts("solutions/")},
         "eval": {"eval": recipe["eval"], "stages": stages, "prompts": arts("prompts/"),
                  "input_builder": arts("specs/input_builder.json"),
                  "workflows": recipe["workflows"], "format": recipe["format"]},
@@ -356,9 +367,18 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
                             f"run `craftc run {plan_dir} --until {up}` first")
 
     tmp_dir = run_dir / f".tmp-{step}"
-    if tmp_dir.exists():
-        shutil.rmtree(tmp_dir)
-    tmp_dir.mkdir(parents=True)
+    marker = tmp_dir / RESUME_MARKER
+    if step in RESUMABLE_STEPS and marker.is_file() and marker.read_text(encoding="utf-8") == inputs_hash:
+        # A training step stopped part-way (kill, power loss) with the same inputs: its
+        # checkpoints in the staging dir are kept and the trainer resumes from the last one.
+        console.print(f"[yellow]![/] {step}: resuming the interrupted run from its checkpoints in "
+                      f"{tmp_dir.relative_to(run_dir)}")
+    else:
+        if tmp_dir.exists():
+            shutil.rmtree(tmp_dir)
+        tmp_dir.mkdir(parents=True)
+        if step in RESUMABLE_STEPS:
+            marker.write_text(inputs_hash, encoding="utf-8")
     console.rule(f"[bold]{step}" + (f" (replicate {replicate})" if replicate else ""))
     seed = replicate_seed(plan.recipe.seed, replicate)
     ctx = StepContext(plan=plan, plan_dir=plan_dir, run_dir=run_dir, out_dir=tmp_dir,
@@ -369,6 +389,7 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
     if step in TRACKED_STEPS and not (step in ADOPTERS and not launch):
         log_step_metrics(plan.recipe.track, tmp_dir, plan.recipe.name, f"{plan.recipe.name}-{step}", result.metrics)
 
+    marker.unlink(missing_ok=True)
     files, outputs_hash = _outputs(tmp_dir)
     prepared = step in ADOPTERS and not launch
     manifest = {

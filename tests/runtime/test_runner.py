@@ -44,9 +44,9 @@ def _schema(column: str) -> Schema:
     ))
 
 
-def write_plan(plan_dir: Path, column: str = "cmp_nm") -> Path:
+def write_plan(plan_dir: Path, column: str = "cmp_nm", seed: int = 0) -> Path:
     plan_dir.mkdir(parents=True, exist_ok=True)
-    plan = Plan(craftc_version="test", recipe=Recipe(name="r", schema=_schema(column)))
+    plan = Plan(craftc_version="test", recipe=Recipe(name="r", schema=_schema(column), seed=seed))
     data = plan.model_dump(mode="json", by_alias=True)
     data["content_hash"] = plan_content_hash(data)
     (plan_dir / "plan.json").write_text(json.dumps(data, sort_keys=True, indent=2))
@@ -243,3 +243,40 @@ def test_replicates_below_one_are_refused(tmp_path, recorded_steps):
     console_file = tmp_path / "console.txt"
     code = runner.run_plan(plan_dir, tmp_path / "run", replicates=0, console=Console(file=open(console_file, "w")))
     assert code == 1 and "--replicates 0: give 1 or more" in console_file.read_text()
+
+
+SFT_RUNS: list[str] = []
+
+
+def _sft_checkpointing(ctx):
+    """A training step that checkpoints into its out dir and stops once, as a kill would."""
+    checkpoint = ctx.out_dir / "checkpoint-1"
+    if not checkpoint.exists():
+        checkpoint.write_text("weights after step 1")
+        SFT_RUNS.append("from scratch")
+        raise KeyboardInterrupt
+    SFT_RUNS.append("resumed")
+    (ctx.out_dir / "final.txt").write_text("trained")
+    return StepResult(metrics={})
+
+
+def test_an_interrupted_training_step_resumes_from_its_checkpoints(tmp_path, recorded_steps, monkeypatch):
+    SFT_RUNS.clear()
+    monkeypatch.setitem(runner.STEP_FUNCTIONS, "sft", f"{__name__}:_sft_checkpointing")
+    plan_dir, run_dir = write_plan(tmp_path / "plan"), tmp_path / "run"
+    assert run(plan_dir, run_dir, until="sft") == 130
+    assert (run_dir / ".tmp-sft/checkpoint-1").is_file() and not (run_dir / "sft").exists()
+    assert run(plan_dir, run_dir, until="sft") == 0
+    assert SFT_RUNS == ["from scratch", "resumed"]
+    manifest = json.loads((run_dir / "sft/manifest.json").read_text())
+    assert sorted(f["path"] for f in manifest["outputs"]) == ["checkpoint-1", "final.txt"]   # no resume marker
+
+
+def test_an_interrupted_training_step_with_other_inputs_starts_over(tmp_path, recorded_steps, monkeypatch):
+    SFT_RUNS.clear()
+    monkeypatch.setitem(runner.STEP_FUNCTIONS, "sft", f"{__name__}:_sft_checkpointing")
+    run_dir = tmp_path / "run"
+    assert run(write_plan(tmp_path / "plan"), run_dir, until="sft") == 130
+    # Another seed: the checkpoint was trained on other data and is thrown away.
+    assert run(write_plan(tmp_path / "plan2", seed=1), run_dir, until="sft") == 130
+    assert SFT_RUNS == ["from scratch", "from scratch"]
