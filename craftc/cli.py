@@ -29,6 +29,7 @@ COMMANDS = {
     "compile": "craftc.commands.compile",
     "check": "craftc.commands.check",
     "diff": "craftc.commands.diff",
+    "compare": "craftc.commands.compare",
     "fmt": "craftc.commands.fmt",
     "explain": "craftc.commands.explain",
     "import": "craftc.commands.import_schema",
@@ -68,6 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="list every attribute and every file diff (JSON always holds everything)")
     p.add_argument("--run-dir", metavar="DIR",
                    help="a previous run of the old plan: show each step's wall time and what the reruns cost")
+
+    p = sub.add_parser("compare", help="one arm of a run against one arm of another, paired turn by turn")
+    p.add_argument("run_a", metavar="RUN_A", help="a run dir (its eval/episodes/ are read)")
+    p.add_argument("run_b", metavar="RUN_B", help="a run dir scored on the same split")
+    p.add_argument("--arm", default="craft", help="the arm of RUN_A (default: craft)")
+    p.add_argument("--arm-b", metavar="ARM", help="the arm of RUN_B (default: --arm)")
+    p.add_argument("--format", choices=("markdown", "json"), default="markdown")
 
     p = sub.add_parser("fmt", help="format .craft files canonically")
     p.add_argument("files", nargs="+", metavar="FILE")

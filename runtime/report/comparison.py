@@ -17,7 +17,7 @@ from __future__ import annotations
 from runtime.eval.metrics import paired_metric, turn_scores
 from runtime.eval.stats import clustered_mean, paired_clustered_difference, replicate_summary
 
-__all__ = ["COMPARED_METRICS", "arm_pairs", "paired_differences", "replicate_results", "markdown_differences",
+__all__ = ["COMPARED_METRICS", "arm_pairs", "paired_differences", "run_differences", "replicate_results", "markdown_differences",
            "markdown_replicates", "difference_text"]
 
 # The metrics compared arm against arm: what an agent is for, and whether its code runs.
@@ -51,6 +51,28 @@ def paired_differences(episodes: dict[str, list], kinds: tuple[str, ...] = (), b
                 if not row["se"]:       # the arms never differ on a turn: no variance to size a test with
                     row["mde"] = None
                 rows.append(row)
+        out[split] = rows
+    return out
+
+
+def run_differences(a: list, b: list, kinds: tuple[str, ...] = (), names: tuple[str, str] = ("A", "B")) -> dict:
+    """One arm of run A against one arm of run B, paired over the turns both scored.
+
+    What an ablation needs: two runs that differ in one setting, scored on the same
+    split, compared turn by turn (``paired_metric``) over all turns and each kind in
+    ``kinds``. Returns :func:`paired_differences`'s form, the rows named by ``names``.
+    """
+    out: dict[str, list[dict]] = {}
+    for split in ("all", *kinds):
+        chosen = [[e for e in eps if split == "all" or e.split == split] for eps in (a, b)]
+        if not all(chosen):
+            continue
+        rows = []
+        for metric in COMPARED_METRICS:
+            row = {"a": names[0], "b": names[1], "metric": metric, **paired_metric(chosen[0], chosen[1], metric)}
+            if not row["se"]:
+                row["mde"] = None
+            rows.append(row)
         out[split] = rows
     return out
 
