@@ -97,7 +97,11 @@ def digest(report: dict, source: str) -> dict:
                            for arm, f in report["failures"].items()}
     if report.get("grpo"):
         g = report["grpo"]
-        out["grpo"] = {"steps": g.get("steps"), "measured_rows": g.get("measured_rows")}
+        out["grpo"] = {"steps": g.get("steps"), "measured_rows": g.get("measured_rows"),
+                       **{k: g[k] for k in ("measured_on", "rows_drawn", "dynamic_sampling") if g.get(k)}}
+        if g.get("change"):
+            out["grpo"]["change"] = {when: {k: g["change"][when]["total"][k] for k in ("value", "ci")}
+                                     for when in ("greedy", "sampled")}
         for key in ("before", "after", "before_sampled", "after_sampled"):
             if g.get(key):
                 out["grpo"][key] = {"total": g[key].get("total"), "exec_success": g[key].get("exec_success")}
@@ -228,12 +232,20 @@ def failures_table(d: dict) -> str:
 def grpo_line(d: dict) -> str:
     """GRPO's measured rows before and after training, as one sentence."""
     g = d["grpo"]
-    rows = f"{g['measured_rows']} training rows" if g.get("measured_rows") else "the training rows it measured"
+    where = "dev" if g.get("measured_on") == "dev" else "training"
+    rows = f"{g['measured_rows']} {where} rows" if g.get("measured_rows") else f"the {where} rows it measured"
     text = f"GRPO trained {g['steps']} steps; on {rows} greedy R_total went {g['before']['total']:.3f} -> {g['after']['total']:.3f}"
     if g["before"].get("exec_success") is not None and g["after"].get("exec_success") is not None:
         text += f" (execution success {g['before']['exec_success']:.3f} -> {g['after']['exec_success']:.3f})"
     if g.get("before_sampled") and g.get("after_sampled"):
         text += f", sampled R_total {g['before_sampled']['total']:.3f} -> {g['after_sampled']['total']:.3f}"
+    if g.get("change"):
+        c = g["change"]["greedy"]
+        text += f" (greedy change {_pp(c['value'])} pp [{_pp(c['ci'][0])}, {_pp(c['ci'][1])}], paired)"
+    if g.get("dynamic_sampling"):
+        d = g["dynamic_sampling"]
+        text += (f"; on fresh rows, {d['dropped']} rolled-out groups whose rollouts all scored alike were replaced "
+                 f"({d['groups']} groups trained, {d.get('flat_after', 0)} of them still flat)")
     return text + ".\n"
 
 

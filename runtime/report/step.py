@@ -121,6 +121,10 @@ def build_report(eval_json: dict, run_dir: Path | None = None, replicates: int =
         data = json.loads(summary.read_text())
         report["grpo"] = {k: data.get(k) for k in ("steps", "measured_rows", "before", "after", "sampled_per_row",
                                                     "before_sampled", "after_sampled", "reward_weights", "aggregate")}
+        # Summaries from before fresh rows measured training rows and carry none of these.
+        report["grpo"].update({k: data[k] for k in ("measured_on", "rows_drawn", "rows", "change") if k in data})
+        if "dynamic_sampling" in data:
+            report["grpo"]["dynamic_sampling"] = {k: v for k, v in data["dynamic_sampling"].items() if k != "per_step"}
     training = arm_training(run_dir, report["arms"], report.get("grpo", {}).get("steps")) if run_dir else None
     if training:                        # each arm's steps, tokens and closing loss
         report["training"] = training
@@ -210,9 +214,18 @@ def render_markdown(report: dict) -> str:
                   markdown_repairs(report["repairs"])]
     if "grpo" in report:
         g = report["grpo"]
-        rows = f"{g['measured_rows']} training prompts" if g.get("measured_rows") else "training prompts"
-        parts.append(f"\n## GRPO on {rows} ({g['steps']} steps)\n\n| | R_total | execution success |\n"
-                     "| --- | --- | --- |\n")
+        where = "dev" if g.get("measured_on") == "dev" else "training"
+        rows = f"{g['measured_rows']} {where} prompts" if g.get("measured_rows") else f"{where} prompts"
+        parts.append(f"\n## GRPO measured on {rows} ({g['steps']} steps)\n\n")
+        if g.get("rows_drawn") == "fresh":
+            parts.append(f"GRPO played {g.get('rows')} fresh rows: values no split holds (`rows fresh`).")
+            if g.get("dynamic_sampling"):
+                d = g["dynamic_sampling"]
+                parts.append(f" Of {d['groups']} groups rolled out, {d['dropped']} scored one R_outcome in every "
+                             f"rollout and were replaced ({d['flat_after']} still flat after {d['rounds']} "
+                             "rounds; `dynamic_sampling`).")
+            parts.append("\n\n")
+        parts.append("| | R_total | execution success |\n| --- | --- | --- |\n")
         labels = [("before", "before, greedy"), ("after", "after, greedy")]
         if g.get("before_sampled"):
             k = g.get("sampled_per_row")
@@ -221,6 +234,12 @@ def render_markdown(report: dict) -> str:
         for key, label in labels:
             m = g.get(key) or {}
             parts.append(f"| {label} | {m.get('total', float('nan')):.3f} | {m.get('exec_success', float('nan')):.3f} |\n")
+        if g.get("change"):
+            from runtime.report.comparison import difference_text
+            parts.append("\nAfter minus before over the same rollouts, 95% intervals clustered by instance: R_total "
+                         f"{difference_text(g['change']['greedy']['total'])} greedy, "
+                         f"{difference_text(g['change']['sampled']['total'])} sampled; R_outcome "
+                         f"{difference_text(g['change']['greedy']['outcome'])} greedy.\n")
     if "general" in report:              # eval { general ... }: each trained model against the base
         from runtime.eval.general import general_markdown
 
