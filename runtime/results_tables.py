@@ -244,7 +244,8 @@ def grpo_line(d: dict) -> str:
         text += f" (greedy change {_pp(c['value'])} pp [{_pp(c['ci'][0])}, {_pp(c['ci'][1])}], paired)"
     if g.get("dynamic_sampling"):
         d = g["dynamic_sampling"]
-        text += (f"; on fresh rows, {d['dropped']} rolled-out groups whose rollouts all scored alike were replaced "
+        rows_drawn = "fresh rows" if g.get("rows_drawn") == "fresh" else "SFT's rows"
+        text += (f"; on {rows_drawn}, {d['dropped']} rolled-out groups whose rollouts all scored alike were replaced "
                  f"({d['groups']} groups trained, {d.get('flat_after', 0)} of them still flat)")
     return text + ".\n"
 
