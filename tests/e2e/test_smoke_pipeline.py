@@ -92,17 +92,28 @@ def test_every_plan_file_outside_review_is_read_by_some_step(smoke_run):
     assert read <= files
 
 
-def test_grpo_trains_on_every_training_workflow_and_its_conversations(smoke_run):
+def test_grpo_plays_fresh_rows_of_every_training_workflow_and_its_conversations(smoke_run):
     run_dir = smoke_run.run_dir
     summary = json.loads((run_dir / "grpo/grpo_summary.json").read_text())
     instances = json.loads((run_dir / "gate/instances.json").read_text())
     train = [i for i in instances if i["split"] == "train"]
-    # Every training instance is a row (a conversation is one row, played on the policy's own turns).
-    assert summary["history"] == "policy" and summary["rows"] == len(train)
-    assert set(summary["rows_per_workflow"]) == {i["workflow"] for i in train}
-    conversations = {i["workflow"] for i in train if len(i["turns"]) > 1}
+    rows = json.loads((run_dir / "grpo/train_instances.json").read_text())
+    audit = json.loads((run_dir / "grpo/rows_audit.json").read_text())
+    # `rows fresh`: instances drawn for GRPO, none of them a training, dev or test turn.
+    assert summary["rows_drawn"] == "fresh" and audit["overlapping_turns"] == {"sft": 0, "dev": 0, "test": 0}
+    assert not {r["instance_id"] for r in rows} & {i["instance_id"] for i in instances}
+    # Every row is a fresh instance (a conversation is one row, played on the policy's own turns).
+    assert summary["history"] == "policy" and summary["rows"] == len(rows) == audit["instances"]
+    # A workflow whose value groups the splits took all of gets none, and the audit says so.
+    assert set(summary["rows_per_workflow"]) == set(audit["per_workflow"])
+    assert set(summary["rows_per_workflow"]) | {w for w, n in audit["short"].items() if n == 0} \
+        == {i["workflow"] for i in train}
+    conversations = {i["workflow"] for i in rows if len(i["turns"]) > 1}
     assert conversations and all(summary["turns_per_workflow"][w] > summary["rows_per_workflow"][w]
                                  for w in conversations)
+    # Measured on dev before and after; `dynamic_sampling 1` counted per step.
+    assert summary["measured_on"] == "dev" and "greedy" in summary["change"]
+    assert len(summary["dynamic_sampling"]["per_step"]) == summary["steps"]
 
 
 def test_general_skill_eval_reports_each_trained_model_against_the_base(smoke_run, tmp_path):
