@@ -11,7 +11,8 @@ In a Markdown file, the text between
     <!-- results:NAME:begin -->
     <!-- results:NAME:end -->
 
-is every table of ``docs/results/NAME.json``; ``results:NAME:PART`` (PART one of
+is every table of ``docs/results/NAME.json`` (a digest of ``craftc compare`` rows holds only
+``differences``); ``results:NAME:PART`` (PART one of
 ``metrics``, ``splits``, ``failures``, ``grpo``) is one of them. Commands::
 
     python -m runtime.results_tables            # rewrite README.md and docs/**/*.md
@@ -264,6 +265,8 @@ def render(d: dict, part: str | None = None) -> str:
         return differences_table(d)
     if part == "replicates":
         return replicates_table(d)
+    if "metrics" not in d:          # a comparison of runs (`craftc compare`): its differences alone
+        return differences_table(d)
     if d.get("split"):
         sp = d["split"]
         out = [f"The {sp['name']} split: {sp['instances']} held-out instances, {sp['scored_turns']} user turns scored "

@@ -14,7 +14,8 @@ from runtime.results_tables import ROOT, digest, load_digests, render, rewrite, 
 
 def test_readme_results_tables_equal_the_generated_ones():
     readme = (ROOT / "README.md").read_text()
-    assert "<!-- results:default:metrics:begin -->" in readme and "<!-- results:default:metrics:end -->" in readme
+    # The headline: each arm's mean over the default's training replicates.
+    assert "<!-- results:default:replicates:begin -->" in readme and "<!-- results:default:replicates:end -->" in readme
     assert rewrite(readme, load_digests(), "README.md") == readme, "run `make docs-results`"
 
 
@@ -27,7 +28,7 @@ def test_the_check_command_fails_on_an_edited_table(tmp_path):
     (tmp_path / "docs" / "results").mkdir(parents=True)
     (tmp_path / "docs" / "results" / "default.json").write_text((ROOT / "docs/results/default.json").read_text())
     readme = (ROOT / "README.md").read_text()
-    (tmp_path / "README.md").write_text(readme.replace("| Agent score | ", "| Agent score | 99.9% ", 1))
+    (tmp_path / "README.md").write_text(readme.replace("| craft | ", "| craft | 99.9% ", 1))
     assert stale(tmp_path) == [tmp_path / "README.md"]
     done = subprocess.run([sys.executable, "-m", "runtime.results_tables", "--check"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
