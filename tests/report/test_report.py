@@ -68,7 +68,7 @@ def test_report_step_writes_markdown_json_and_plots(tmp_path):
     assert outputs[0] == outputs[1]                      # same inputs, same bytes (plots included)
     md = outputs[0]["report.md"].decode()
     assert "## New values: value combinations no training turn has" in md
-    assert "## GRPO on 4 training prompts (2 steps)" in md
+    assert "## GRPO measured on 4 training prompts (2 steps)" in md
     assert "| after, greedy | 0.200 | 0.500 |" in md and "| after, 2 samples per prompt | 0.300 | 0.750 |" in md
     assert json.loads(outputs[0]["report.json"])["grpo"]["steps"] == 2
 
