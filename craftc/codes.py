@@ -198,7 +198,7 @@ CODES: dict[str, CodeInfo] = {
                "stage sft { input striped }",
                "stage sft { input stripped }"),
     "E205": _c("unknown field type",
-               "A field's type is not one of int, float, money, string, bool, date, timestamp, enum(...), id.",
+               "A field's type is not one of int, float, money, string, bool, date, timestamp, enum(...), id; or a key's type is not `int` or `string`.",
                "The binding and data generator need a known type.",
                "field budget monee",
                "field budget money"),
@@ -265,6 +265,12 @@ CODES: dict[str, CodeInfo] = {
                "The plan still carries the keys; an unknown one fails only when the stage starts.",
                "stage sft { trl { save_total_limit 3 } }   # compiled without TRL installed",
                "pip install trl   # then compile again"),
+    "E217": _c("misplaced currency",
+               "A `currency` on a field that is not `money`, or a second `currency` line in a schema.",
+               "The currency tells the model (and the teacher) what unit a money amount is in; a schema says "
+               "it once, and a money field in another currency says so on its own line.",
+               'field status enum(open, paid) currency "EUR"',
+               'currency "EUR"   # in the schema, or on a money field: field total money currency "EUR"'),
     # ------------------------------------------------------------ workflows and templates
     "E301": _c("template slot without a param",
                "An `ask` or `turn` phrasing contains `{x}` but the workflow declares no param `x`.",

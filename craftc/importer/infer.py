@@ -249,7 +249,9 @@ def _entity(st: SourceTable, choice, index: TableIndex, names: dict[str, str],
     members = NameAllocator()
     own_id = any(identifier(c.name) == "id" for c in st.columns if c is not key_col)
     key_name = members.take([identifier(key_col.name)] if own_id else ["id", identifier(key_col.name)])
-    key = InferredField(name=key_name, kind="id", column=key_col.name)
+    # Text ids (`cus_0001`, UUIDs) make a `string` key: the prompt's DDL types them as the warehouse does.
+    key_kind = "string" if key_col.type_known and type_kind(key_col.type) in ("string", "id") else "int"
+    key = InferredField(name=key_name, kind=key_kind, column=key_col.name)
     entity = InferredEntity(name=names[st.name], table=st.name, doc=st.comment, key=key, key_guess=choice.guess)
     if not all(c.type_known for c in st.columns):
         entity.notes.append("types from column names: the source gives none (import a warehouse with "
