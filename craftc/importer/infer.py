@@ -127,7 +127,8 @@ def _enum_values(col: SourceColumn, siblings: list[tuple[str, SourceColumn]] = (
     A sample closes an enum only when it is large enough (ENUM_MIN_ROWS), has few values
     (2 to ENUM_MAX_VALUES) and saw every one of them at least twice: a value seen once
     says the sample may well miss others. A column of the same name in another table
-    (``siblings``) that shares a value is the same domain: its values join the list.
+    (``siblings``) whose values hold every value seen here is the same domain: its values
+    join the list.
     """
     if not col.values or not all(is_name(v) for v in col.values) or len(set(col.values)) != len(col.values):
         return (), ""
@@ -144,7 +145,9 @@ def _enum_values(col: SourceColumn, siblings: list[tuple[str, SourceColumn]] = (
     values, extra = set(col.values), []
     for where, other in siblings:
         found = set(other.values_declared and other.values or other.value_set or other.values or ())
-        if found & values and found - values:
+        # Only a column whose values hold every value seen here is the same domain, a fuller
+        # sample of it; sharing one value (`failed` in a payout's and a charge's status) is not.
+        if set(col.values) < found:
             extra.append(f"`{where}` adds {', '.join(sorted(found - values))}")
             values |= found
     if extra and (len(values) > ENUM_MAX_VALUES or not all(is_name(v) for v in values)):
