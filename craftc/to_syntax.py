@@ -186,7 +186,7 @@ class ToSyntax(Transformer):
         nullable = any(x == ("nullable",) for x in c)
         deprecated = next((x[1] for x in c if isinstance(x, tuple) and x[0] == "deprecated"),
                           None)
-        currency = next(((x[1], x[2]) for x in c if isinstance(x, tuple) and x[0] == "currency"), None)
+        currency = next(((x[1], x[2]) for x in c[2:] if isinstance(x, tuple) and x[0] == "currency"), None)
         return FieldDecl(str(c[0]), self._ts(c[0]), type_name, type_args, type_span, doc,
                          binding, nullable, deprecated, self._span(meta), currency=currency)
 
