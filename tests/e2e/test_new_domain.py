@@ -31,6 +31,7 @@ class Scaffold:
     project: Path
     ran_output: str
     ran_rc: int
+    preflight: str          # what `craftc check --preflight` printed
 
 
 GUIDE = ROOT / "docs" / "guides" / "your-own-warehouse.md"
@@ -50,7 +51,7 @@ def payments(tmp_path_factory) -> Scaffold:
     work = tmp_path_factory.mktemp("payments")
     build_payments_warehouse(work / "warehouse.duckdb")
     build_payments_dbt_project(work / "dbt")
-    cwd, last = work, None
+    cwd, last, preflight = work, None, ""
     for line in guide_commands():
         if line.startswith("cd "):
             cwd = cwd / line[3:]
@@ -59,8 +60,10 @@ def payments(tmp_path_factory) -> Scaffold:
         last = craftc(*shlex.split(line)[1:], cwd=cwd)
         if not line.startswith("craftc run"):
             assert last.returncode == 0, (line, last.stdout[-2000:], last.stderr[-2000:])
+        if "--preflight" in line:
+            preflight = last.stdout + last.stderr
     assert last is not None and line.startswith("craftc run")
-    return Scaffold(work, work / "my_agent", last.stdout + last.stderr, last.returncode)
+    return Scaffold(work, work / "my_agent", last.stdout + last.stderr, last.returncode, preflight)
 
 
 def test_the_warehouse_is_a_second_domain():
@@ -167,6 +170,27 @@ def test_the_scaffold_of_a_payments_warehouse_runs_to_its_report(payments):
     # the sizes the scaffold chose hold every stripped example the run trained on
     assert sft["craft_longest_example_tokens"] <= max_length
     assert "Sized to this schema" in recipe and "measured with the tokenizer the sft step trains" in recipe
+
+
+def test_the_scaffold_imports_what_the_dbt_project_says_and_prompts_without_a_first_domain(payments):
+    spec = (payments.project / "schema_specs" / "warehouse.craft").read_text()
+    # init --from --docs-from: money from the docs with its scale, accepted_values, refs with their share
+    assert 'field amount money "Amount charged, in cents." -> column "amount" scale 0.01' in spec
+    assert 'field duration enum(once, forever, repeating) "How long the discount applies"' in spec
+    assert re.search(r"\(9\d%\) are Charge keys; \d+ are not\n    ref   charge -> Charge", spec)
+    assert "not a ref: `payout_id` names Payout but is null in all 1500 rows" in spec
+    stuffed = (payments.project / "build" / "my_agent" / "prompts" / "system_stuffed.md").read_text()
+    assert "USD" not in stuffed and "Money is in" not in stuffed          # the spec names no currency
+    assert "CREATE TABLE charge (\n  id VARCHAR PRIMARY KEY," in stuffed
+    assert "customer_id VARCHAR REFERENCES customer(id)" in stuffed and "BIGINT REFERENCES" not in stuffed
+    # the preflight measured the spec on the rows, every ref with its share
+    assert "ok    ref `Refund.charge` -> Charge: 187 of 200 rows with a value (93.5%) are Charge keys" \
+        in payments.preflight
+    # the world's profile is this domain's: no ads section, money ranges, time spans
+    profile = json.loads((payments.project / "runs" / "my_agent" / "world" / "profile.json").read_text())
+    assert "domain" not in profile and profile["row_counts"]["charge"] == 1500
+    assert profile["value_ranges"]["charge.amount"]["max"] <= 800.0              # cents read as units
+    assert profile["time_spans"]["charge.created_at"]["days"] > 300
 
 
 def test_the_scaffold_sets_a_gate_timeout_sized_to_the_warehouse(payments):
