@@ -224,7 +224,9 @@ def scaffold_project(target: str | os.PathLike, source: str | os.PathLike | None
     for workflow in workflows:
         _write(target / "solutions" / f"{workflow.name}.py", workflow.solution, [])
     settings = {"name": name, "schema_name": schema_name, "warehouse": warehouse, "workflows": workflows,
-                "held_out": [w.name for w in workflows[1:]], **_gate_timeout(source if warehouse else None)}
+                "held_out": [w.name for w in workflows[1:]], **_gate_timeout(source if warehouse else None),
+                # A trained workflow without params has one value group, SFT's: no fresh GRPO row to draw.
+                "grpo_sft_rows": not any(w.params for w in workflows[:1])}
     # Rendered once with room for anything, measured, then rendered with sizes that fit.
     roomy = _render("recipe.craft.j2", **settings, **_UNSIZED)
     _write(recipe_path, _canonical(roomy, recipe_path.as_posix()), [])
