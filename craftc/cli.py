@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("directory", metavar="DIR", help="a new or empty directory")
     p.add_argument("--from", dest="source", metavar="SOURCE",
                    help="import the schema spec from a DuckDB warehouse, SQL DDL or dbt YAML (as `craftc import`)")
+    p.add_argument("--docs-from", metavar="DBT",
+                   help="with --from: add docs and tests (money in cents, accepted_values, relationships) "
+                        "from a dbt project, .yml or manifest, as `craftc import --docs-from`")
     p.add_argument("--force", action="store_true", help="write into a non-empty DIR, overwriting same-named files")
 
     p = sub.add_parser("run", help="execute a plan dir step by step")

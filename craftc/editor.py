@@ -37,7 +37,7 @@ SCOPE = "source.craft"
 # (or listed here but gone from the grammar) stops generation with its name.
 DECLARATIONS = ("schema", "recipe", "entity", "metric", "workflow", "conversation", "tool", "format",
                 "teacher", "judge", "gate", "reward", "model", "stage", "profile", "eval")
-MEMBERS = ("version", "doc", "deprecated", "table", "key", "ref", "field", "nullable", "column", "scale",
+MEMBERS = ("version", "doc", "deprecated", "currency", "table", "key", "ref", "field", "nullable", "column", "scale",
            "uses", "ask", "param", "solution", "expect", "check", "turn")
 OPERATOR_WORDS = ("in", "from", "one_of", "or")
 FUNCTIONS = ("env",)

@@ -301,13 +301,14 @@ class _Printer:
     def line(self, node: Tree) -> str:
         c, rule = node.children, node.data
         simple = {"doc": "doc", "deprecated": "deprecated", "table": "table", "ask": "ask",
-                  "solution": "solution", "uses_schema": "uses schema"}
+                  "solution": "solution", "uses_schema": "uses schema", "currency": "currency"}
         if rule in simple:
             return f"{simple[rule]} {c[0]}"
         if rule == "setting":
             return f"{c[0].children[0]} " + ", ".join(self.value(v) for v in c[1:])
         if rule == "key":
-            return f"key {c[0]}" + "".join(self.binding(x) for x in c[1:])
+            return f"key {c[0]}" + "".join(f" {self.type(x)}" if x.data == "type" else self.binding(x)
+                                           for x in c[1:])
         if rule == "ref":
             return f"ref {c[0]} -> {c[1]}" + self.tail(c[2:])
         if rule == "field":
@@ -364,6 +365,8 @@ class _Printer:
                 out += " nullable"
             elif x.data == "deprecated":
                 out += f" deprecated {x.children[0]}"
+            elif x.data == "currency":
+                out += f" currency {x.children[0]}"
         return out
 
     def binding(self, b: Tree) -> str:

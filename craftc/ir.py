@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 __all__ = [
     "Span", "Node",
-    "FieldType", "EntityField", "EntityRef", "EntityKey", "Entity", "Metric", "Schema",
+    "FieldType", "EntityField", "EntityRef", "EntityKey", "KEY_KINDS", "Entity", "Metric", "Schema",
     "Param", "CheckValue", "Expectation", "Turn", "Workflow", "CheckOp", "CHECK_OPS", "REFERENCE_KINDS",
     "Tool", "BlockFormat", "Teacher", "Judge", "ExecutionGate", "OutputGate",
     "JudgeGate", "Gates", "Reward", "ModelSpec", "LoraAdapter", "StageBase", "SFTStage", "GRPOStage", "Stage",
@@ -51,6 +51,17 @@ class Node(BaseModel):
 # ---------------------------------------------------------------- schema
 
 
+def _omitted_at(default: object):
+    """``exclude_if`` of a setting whose default is what craft did before the setting existed.
+
+    ``plan.json`` carries such a setting only when a recipe sets it, so a recipe that does
+    not use it compiles to the same plan, byte for byte, as before the setting was added
+    (and a run dir's finished steps stay reusable). The runtime re-validates ``plan.json``
+    with the same models, so an absent key reads as this default: it must never change.
+    """
+    return lambda value: value == default
+
+
 ScalarKind = Literal[
     "int", "float", "money", "string", "bool", "date", "timestamp", "enum", "id"
 ]
@@ -71,11 +82,19 @@ class EntityField(Node):
     scale: float | None = None       # logical = physical * scale (e.g. micros -> units)
     nullable: bool = False
     deprecated: str | None = None    # why, and what to use instead
+    # The currency of a money field when it differs from the schema's (`currency "EUR"`).
+    currency: str | None = Field(None, exclude_if=_omitted_at(None))
+
+
+KeyKind = Literal["int", "string"]
+KEY_KINDS: tuple[str, ...] = get_args(KeyKind)
 
 
 class EntityKey(Node):
     name: str
     column: str
+    # The warehouse's id type: refs to this entity hold the same type.
+    type: KeyKind = Field("int", exclude_if=_omitted_at("int"))
 
 
 class EntityRef(Node):
@@ -116,6 +135,8 @@ class Schema(Node):
     source: str                      # path of the schema spec, relative to the recipe
     entities: tuple[Entity, ...] = ()
     metrics: tuple[Metric, ...] = ()
+    # The currency money fields are in (`currency "USD"`); None: the spec does not say.
+    currency: str | None = Field(None, exclude_if=_omitted_at(None))
 
 
 # ---------------------------------------------------------------- workflows
@@ -265,17 +286,6 @@ def _surface(key: str | None = None, type: str | None = None, shown: str | None 
     """
     return {k: v for k, v in (("key", key), ("type", type), ("shown", shown), ("engine", engine),
                               ("teachers", teachers), ("needs", needs)) if v is not None}
-
-
-def _omitted_at(default: object):
-    """``exclude_if`` of a setting whose default is what craft did before the setting existed.
-
-    ``plan.json`` carries such a setting only when a recipe sets it, so a recipe that does
-    not use it compiles to the same plan, byte for byte, as before the setting was added
-    (and a run dir's finished steps stay reusable). The runtime re-validates ``plan.json``
-    with the same models, so an absent key reads as this default: it must never change.
-    """
-    return lambda value: value == default
 
 
 def _without(data: dict, keys) -> dict:

@@ -21,7 +21,7 @@ from craftc.trl_block import lower_trl_block
 from craftc.diagnostics import DiagnosticSink, did_you_mean
 from craftc.result_checks import lower_check
 from craftc.ir import (
-    BUILTIN_JUDGES, GATE_ORDER, JUDGE_KINDS, STAGE_KINDS, STAGE_MODELS, TEACHER_KINDS, TOOL_KINDS,
+    BUILTIN_JUDGES, GATE_ORDER, JUDGE_KINDS, KEY_KINDS, STAGE_KINDS, STAGE_MODELS, TEACHER_KINDS, TOOL_KINDS,
     BlockFormat, Entity, EntityField, EntityKey, EntityRef, EvalSpec, ExecutionGate,
     Expectation, FieldType, Gates, Judge, JudgeGate, LoraAdapter, Metric, ModelSpec, OutputGate, Param,
     Recipe, Reward, ScalarKind, Schema, Span, StageBase, Teacher, Tool, Turn, Workflow,
@@ -64,7 +64,8 @@ def lower_schema(decl: SchemaDecl, source: str) -> Schema:
     entities = tuple(_lower_entity(e) for e in decl.entities)
     metrics = tuple(_lower_metric(m, views) for m in decl.metrics)
     return Schema(name=decl.name, version=decl.version, doc="\n".join(decl.docs),
-                  source=source, entities=entities, metrics=metrics, span=decl.span)
+                  source=source, entities=entities, metrics=metrics,
+                  currency=decl.currencies[0][0] if decl.currencies else None, span=decl.span)
 
 
 def _lower_entity(e: EntityDecl) -> Entity:
@@ -72,7 +73,7 @@ def _lower_entity(e: EntityDecl) -> Entity:
     if e.keys:
         k = e.keys[0]
         key = EntityKey(name=k.name, column=k.binding.column if k.binding else k.name,
-                        span=k.span)
+                        type=k.type_name if k.type_name in KEY_KINDS else "int", span=k.span)
     else:
         key = EntityKey(name="id", column="id", span=e.span)
     fields = tuple(
@@ -83,7 +84,7 @@ def _lower_entity(e: EntityDecl) -> Entity:
                            span=f.type_span),
             doc=f.doc, column=f.binding.column if f.binding else f.name,
             scale=f.binding.scale if f.binding else None, nullable=f.nullable,
-            deprecated=f.deprecated, span=f.span)
+            deprecated=f.deprecated, currency=f.currency[0] if f.currency else None, span=f.span)
         for f in e.fields)
     refs = tuple(
         EntityRef(name=r.name, target=r.target,

@@ -17,6 +17,10 @@ Each failure is a diagnostic at the turn's line in the recipe:
 - W317: the reference returns no rows for some instances (those are skipped; the
   workflow keeps the rest);
 - E316: the reference trajectory is rejected by the output gate or a judge.
+
+Before the references, the schema is measured on the same warehouse: each ref's
+containment, each enum's values, each key's uniqueness (E320, W321, W322, W323 at the
+spec's line; :func:`data_diagnostics`).
 """
 
 from __future__ import annotations
@@ -32,24 +36,57 @@ from rich.console import Console
 
 from craftc.diagnostics import Diagnostic, span_at
 
-__all__ = ["preflight"]
+__all__ = ["preflight", "data_diagnostics"]
 
 THINK = "Preflight: follow the reference plan and code."
 
 
-def preflight(load, recipe_path: Path, console: Console | None = None) -> list[Diagnostic]:
-    """Diagnostics (E315, E316) for a checked recipe's references; ``load`` is its LoadResult."""
+def preflight(load, recipe_path: Path, console: Console | None = None,
+              report: list[str] | None = None) -> list[Diagnostic]:
+    """Diagnostics (E315, E316; E320, W321-W323 from the data) for a checked recipe's
+    references and schema; ``load`` is its LoadResult. ``report`` receives one line per key,
+    ref and enum measured on the data, problems or not."""
     from runtime.step_context import StepError
 
     console = console or Console(file=open(os.devnull, "w"))
+    found: list[Diagnostic] = []
     with tempfile.TemporaryDirectory(prefix="craftc-preflight-") as tmp:
         try:
             plan, plan_dir, warehouse = _world(load, recipe_path, Path(tmp), console)
+            found = data_diagnostics(load.recipe.schema_, warehouse, report)
             instances = _instances(plan, plan_dir, warehouse)
             outcomes, skipped, candidates = _gate(plan, instances, warehouse)
         except StepError as err:
-            return [_located_failure(load, str(err))]
-    return _diagnostics(load, instances, outcomes, skipped, candidates)
+            return [*found, _located_failure(load, str(err))]
+    return found + _diagnostics(load, instances, outcomes, skipped, candidates)
+
+
+def data_diagnostics(schema, warehouse: Path, report: list[str] | None = None) -> list[Diagnostic]:
+    """What the data says of the spec (runtime/world/data_check.py), at each key's, ref's and
+    enum field's line in the schema spec: E320 (a ref that matches no target key), W321 (a
+    ref below 90% or on an empty column), W322 (enum values not listed), W323 (a key that
+    repeats or is null)."""
+    import duckdb
+
+    from runtime.world.data_check import check_data
+
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        findings = check_data(con, schema)
+    finally:
+        con.close()
+    entities = {e.name: e for e in schema.entities}
+    out = []
+    for f in findings:
+        if report is not None:
+            report.append(("  ok    " if f.severity == "ok" else f"  {f.code}  ") + f.message)
+        if f.severity == "ok":
+            continue
+        entity = entities[f.entity]
+        member = entity.key if f.kind == "key" else next(
+            (m for m in (*entity.refs, *entity.fields) if m.name == f.member), entity)
+        out.append(Diagnostic(f.code, f.severity, f.message, member.span or entity.span or schema.span, f.help))
+    return out
 
 
 _PARAM = re.compile(r"param `([A-Za-z_]\w*)`")

@@ -186,8 +186,12 @@ def _canonical(text: str, file: str) -> str:
 
 
 def scaffold_project(target: str | os.PathLike, source: str | os.PathLike | None = None,
-                     force: bool = False) -> list[Path]:
+                     force: bool = False, docs_from: str | os.PathLike | None = None,
+                     report: list[str] | None = None) -> list[Path]:
     """Write a new craft project into ``target``; return the files written, in order.
+
+    ``docs_from`` (with ``source``): a dbt project whose docs and tests the import adds, as
+    `craftc import --docs-from` does; ``report`` receives what it matched.
 
     Raises:
         ScaffoldError: ``target`` is a file, or a non-empty directory and ``force`` is false.
@@ -205,7 +209,7 @@ def scaffold_project(target: str | os.PathLike, source: str | os.PathLike | None
     source = Path(source) if source is not None else None
     schema_name = project_name(source.stem) if source else name
     # Read the source before writing anything, so a bad source leaves no half project behind.
-    spec_text = import_schema(source, name=schema_name) if source else _render(
+    spec_text = import_schema(source, name=schema_name, docs_from=docs_from, report=report) if source else _render(
         "example_schema.craft.j2", schema_name=schema_name)
     warehouse = None
     if source is not None and source.suffix.lower() in _DATABASE_SUFFIXES:
@@ -220,7 +224,9 @@ def scaffold_project(target: str | os.PathLike, source: str | os.PathLike | None
     for workflow in workflows:
         _write(target / "solutions" / f"{workflow.name}.py", workflow.solution, [])
     settings = {"name": name, "schema_name": schema_name, "warehouse": warehouse, "workflows": workflows,
-                "held_out": [w.name for w in workflows[1:]], **_gate_timeout(source if warehouse else None)}
+                "held_out": [w.name for w in workflows[1:]], **_gate_timeout(source if warehouse else None),
+                # A trained workflow without params has one value group, SFT's: no fresh GRPO row to draw.
+                "grpo_sft_rows": not any(w.params for w in workflows[:1])}
     # Rendered once with room for anything, measured, then rendered with sizes that fit.
     roomy = _render("recipe.craft.j2", **settings, **_UNSIZED)
     _write(recipe_path, _canonical(roomy, recipe_path.as_posix()), [])

@@ -92,6 +92,7 @@ class FieldDecl:
     nullable: bool
     deprecated: str | None
     span: Span
+    currency: tuple[str, Span] | None = None    # `currency "EUR"` on a money field
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,8 @@ class KeyDecl:
     name_span: Span
     binding: Binding | None
     span: Span
+    type_name: str | None = None        # `key id string`: the warehouse's id type
+    type_span: Span | None = None
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,7 @@ class SchemaDecl:
     metrics: tuple[MetricDecl, ...]
     span: Span
     doc_spans: tuple[Span, ...] = ()     # where each of ``docs`` is written
+    currencies: tuple[tuple[str, Span], ...] = ()   # `currency "USD"` lines (one allowed)
 
 
 @dataclass(frozen=True)

@@ -161,8 +161,14 @@ class ToSyntax(Transformer):
 
     @v_args(meta=True)
     def key(self, meta, c):
-        binding = c[1] if len(c) > 1 else None
-        return KeyDecl(str(c[0]), self._ts(c[0]), binding, self._span(meta))
+        binding = next((x for x in c[1:] if isinstance(x, Binding)), None)
+        typed = next((x for x in c[1:] if isinstance(x, tuple) and len(x) == 3), None)
+        return KeyDecl(str(c[0]), self._ts(c[0]), binding, self._span(meta),
+                       type_name=typed[0] if typed else None, type_span=typed[2] if typed else None)
+
+    @v_args(meta=True)
+    def currency(self, meta, c):
+        return ("currency", unquote(str(c[0])), self._ts(c[0]))
 
     @v_args(meta=True)
     def ref(self, meta, c):
@@ -180,8 +186,9 @@ class ToSyntax(Transformer):
         nullable = any(x == ("nullable",) for x in c)
         deprecated = next((x[1] for x in c if isinstance(x, tuple) and x[0] == "deprecated"),
                           None)
+        currency = next(((x[1], x[2]) for x in c[2:] if isinstance(x, tuple) and x[0] == "currency"), None)
         return FieldDecl(str(c[0]), self._ts(c[0]), type_name, type_args, type_span, doc,
-                         binding, nullable, deprecated, self._span(meta))
+                         binding, nullable, deprecated, self._span(meta), currency=currency)
 
     @v_args(meta=True)
     def entity(self, meta, c):
@@ -240,6 +247,7 @@ class ToSyntax(Transformer):
             metrics=tuple(x for x in items if isinstance(x, MetricDecl)),
             span=self._span(meta),
             doc_spans=tuple(x[2] for x in items if isinstance(x, tuple) and x[0] == "doc"),
+            currencies=tuple((x[1], x[2]) for x in items if isinstance(x, tuple) and x[0] == "currency"),
         )
 
     # ------------------------------------------------------------ workflows

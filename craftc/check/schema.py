@@ -6,6 +6,7 @@ import re
 
 from craftc.check.names import report_duplicates, unknown_name, where
 from craftc.diagnostics import DiagnosticSink, did_you_mean
+from craftc.ir import KEY_KINDS
 from craftc.lower import SCALAR_TYPES, expr_columns, snake_case
 from craftc.syntax import EntityDecl, Expr, SchemaDecl
 
@@ -40,6 +41,10 @@ def check_schema(decl: SchemaDecl, sink: DiagnosticSink) -> None:
     for m in decl.metrics:
         _check_expr(m.expr, entities, columns, sink)
     _check_placeholder_docs(decl, sink)
+    for _, span in decl.currencies[1:]:
+        sink.error("E217", f"schema `{decl.name}` declares `currency` more than once", span,
+                   "keep one `currency` line; a money field in another currency says so itself "
+                   "(`field amount money -> column \"amt\" currency \"EUR\"`)")
 
 
 def _check_placeholder_docs(decl: SchemaDecl, sink: DiagnosticSink) -> None:
@@ -82,8 +87,15 @@ def _check_entity(e: EntityDecl, entities: dict, sink: DiagnosticSink) -> None:
     members += [(f.name, f.name_span) for f in e.fields]
     report_duplicates(members, f"member of `{e.name}`", sink)
     _check_view_columns(e, sink)
+    for k in e.keys[:1]:
+        if k.type_name is not None and k.type_name not in KEY_KINDS:
+            sink.error("E205", f"entity `{e.name}`: a key is `int` or `string`, not `{k.type_name}`", k.type_span,
+                       f"write `key {k.name} string` for text ids (`cus_0001`), or `key {k.name}` for integers")
     for f in e.fields:
         _check_type(f, sink)
+        if f.currency is not None and f.type_name != "money":
+            sink.error("E217", f"field `{e.name}.{f.name}` is `{f.type_name}`, and only money has a currency",
+                       f.currency[1], f"make the field `money`, or remove `currency \"{f.currency[0]}\"`")
     targets: dict[str, list] = {}
     for r in e.refs:
         if r.target not in entities:

@@ -32,7 +32,8 @@ def run(args) -> int:
 
 
 def _preflight(recipe: str, load, quiet: bool) -> None:
-    """Add the preflight's findings (E310, E311) to a recipe that checked clean."""
+    """Add the preflight's findings (E315-E316 on the references, E320-W323 on the data) to a
+    recipe that checked clean."""
     if load.recipe is None:
         return
     # Imported here, only with --preflight: it brings the sandbox, DuckDB and pandas,
@@ -40,6 +41,12 @@ def _preflight(recipe: str, load, quiet: bool) -> None:
     from craftc.preflight import preflight
 
     if not quiet:
-        err(f"preflight: running every reference of `{recipe}` through the gates ...")
-    found = preflight(load, Path(recipe))
+        err(f"preflight: measuring the schema on the data and running every reference of `{recipe}` "
+            "through the gates ...")
+    measured: list[str] = []
+    found = preflight(load, Path(recipe), report=measured)
+    if measured and not quiet:
+        err("preflight: the schema on the data (each key, ref and enum):")
+        for line in measured:
+            err(line)
     load.diagnostics = sort_diagnostics([*load.diagnostics, *found])

@@ -14,14 +14,21 @@ __all__ = ["run"]
 
 
 def run(args) -> int:
+    if args.docs_from and not args.source:
+        raise UserError("--docs-from adds a dbt project's docs to the imported schema: give the warehouse "
+                        "with --from too (`craftc init DIR --from warehouse.duckdb --docs-from dbt/`)")
+    report: list[str] = []
     try:
-        written = scaffold_project(args.directory, source=args.source, force=args.force)
+        written = scaffold_project(args.directory, source=args.source, force=args.force, docs_from=args.docs_from,
+                                   report=report)
     except ScaffoldError as exc:
         raise UserError(str(exc)) from None
     except ImportFailed as failed:
         sys.stderr.write(render_diagnostics(failed.diagnostics, color=color(sys.stderr)))
         err(f"error: `{args.directory}` was not created (see above)")
         return 1
+    for line in report:
+        err(line)
     root = Path(args.directory)
     for path in written:
         print(f"created {path.as_posix()}")

@@ -135,6 +135,9 @@ def _member_diff(entity: str, kind: str, name: str, old: dict, new: dict, before
                                 "move the listed workflows off it before it is removed" if new.get("deprecated") else ""))
     if old.get("doc") != new.get("doc"):
         out.append(SchemaChange(address, "doc-only", "doc changed"))
+    if old.get("currency") != new.get("currency"):
+        out.append(SchemaChange(address, "doc-only", f"currency {_show(old.get('currency'))} -> "
+                                                     f"{_show(new.get('currency'))}"))
     return out
 
 
@@ -157,6 +160,11 @@ def _entity_changes(name: str, old: dict, new: dict, before: _Usage, after: _Usa
     if old["key"].get("column") != new["key"].get("column"):
         out.append(SchemaChange(f"{address}.key", "binding-only",
                                 f"column {_show(old['key'].get('column'))} -> {_show(new['key'].get('column'))}"))
+    if old["key"].get("type", "int") != new["key"].get("type", "int"):      # ids the agent compares and joins
+        out.append(SchemaChange(f"{address}.key", "breaking",
+                                f"type {old['key'].get('type', 'int')} -> {new['key'].get('type', 'int')}",
+                                before.of_entity(name), "check the workflows' solutions compare its ids as "
+                                "the new type; retrain"))
     if old["key"].get("name") != new["key"].get("name") or old.get("view") != new.get("view"):
         out.append(SchemaChange(address, "breaking", "key or view renamed", before.of_entity(name),
                                 "update the workflows that read it; retrain"))
@@ -209,6 +217,9 @@ def _schema_level(old: dict, new: dict) -> list[SchemaChange]:
         out.append(SchemaChange("schema", "doc-only", f"version {old.get('version')} -> {new.get('version')}"))
     if old.get("doc") != new.get("doc"):
         out.append(SchemaChange("schema", "doc-only", "doc changed"))
+    if old.get("currency") != new.get("currency"):      # what the prompt says money is in
+        out.append(SchemaChange("schema", "doc-only", f"currency {_show(old.get('currency'))} -> "
+                                                      f"{_show(new.get('currency'))}"))
     return out
 
 

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 from craftc.ir import Entity, EntityField, Schema
 
-__all__ = ["binding_sql", "logical_ddl", "logical_type", "view_columns", "scaled_column_sql", "quote_ident", "quote_table"]
+__all__ = ["binding_sql", "logical_ddl", "logical_type", "key_sql_type", "view_columns", "scaled_column_sql", "quote_ident", "quote_table"]
 
 _SQL_TYPES = {
     "int": "BIGINT", "float": "DOUBLE", "money": "DOUBLE", "string": "VARCHAR", "bool": "BOOLEAN",
     "date": "DATE", "timestamp": "TIMESTAMP", "enum": "VARCHAR", "id": "BIGINT",
 }
+_KEY_SQL_TYPES = {"int": "BIGINT", "string": "VARCHAR"}
 
 
 def quote_ident(name: str) -> str:
@@ -112,8 +113,15 @@ def _column_docs(entity: Entity) -> list[tuple[str, str]]:
     return docs
 
 
+def key_sql_type(entity: Entity) -> str:
+    """The SQL type of an entity's key (and of the refs to it), as the warehouse types it."""
+    return _KEY_SQL_TYPES[entity.key.type]
+
+
 def _field_doc(field: EntityField) -> str:
     doc = field.doc
+    if field.currency:
+        doc = f"{doc} (in {field.currency})".strip()
     if field.type.kind == "enum":
         doc = f"{doc} (one of {', '.join(field.type.values)})".strip()
     if field.deprecated:
@@ -131,17 +139,19 @@ def logical_type(field: EntityField) -> str:
 def logical_ddl(schema: Schema) -> str:
     """The logical schema as commented DDL: what the stuffed prompt shows the model."""
     views = {e.name: e for e in schema.entities}
+    money = f"Money is in {schema.currency}. " if schema.currency else ""
     out = [f"-- {schema.name} (version {schema.version}): {schema.doc}".rstrip(": "),
-           "-- Money is in USD. Query these tables by name with api.query(sql)."]
+           f"-- {money}Query these tables by name with api.query(sql)."]
     for entity in schema.entities:
         out.append("")
         out.append(f"-- {entity.doc}" if entity.doc else f"-- {entity.name}")
-        rows = [(f"{entity.key.name} BIGINT PRIMARY KEY", "unique id")]
+        rows = [(f"{entity.key.name} {key_sql_type(entity)} PRIMARY KEY", "unique id")]
         for ref in entity.refs:
             target = views.get(ref.target)
             target_sql = f"{target.view}({target.key.name})" if target else ref.target
             null = "" if ref.nullable else " NOT NULL"
-            rows.append((f"{ref.name}_id BIGINT{null} REFERENCES {target_sql}", ref.doc))
+            id_type = key_sql_type(target) if target else "BIGINT"
+            rows.append((f"{ref.name}_id {id_type}{null} REFERENCES {target_sql}", ref.doc))
         for field in entity.fields:
             null = "" if field.nullable else " NOT NULL"
             rows.append((f"{field.name} {_SQL_TYPES[field.type.kind]}{null}", _field_doc(field)))

@@ -19,7 +19,7 @@ __all__ = ["Drift", "DriftChange", "compute_drift", "render_drift"]
 # Language kinds a source kind may legitimately back (money is stored as int or float, ...).
 COMPATIBLE = {
     "money": {"int", "float"}, "float": {"float", "int"}, "int": {"int"},
-    "enum": {"string"}, "string": {"string"}, "id": {"int", "string", "id"},
+    "enum": {"string"}, "string": {"string", "id"}, "id": {"int", "string", "id"},
     "bool": {"bool"}, "date": {"date", "timestamp"}, "timestamp": {"timestamp", "date"},
 }
 
@@ -49,9 +49,11 @@ class Drift:
 def _spec_columns(schema: Schema) -> dict[str, dict[str, str]]:
     """Physical table -> physical column -> language kind, as the spec declares them."""
     tables: dict[str, dict[str, str]] = {}
+    key_types = {e.name: e.key.type for e in schema.entities}
     for e in schema.entities:
-        cols = {e.key.column: "id"}
-        cols.update({r.column: "id" for r in e.refs})
+        # A key and the refs to it hold ids of the type the key declares (`key id string`).
+        cols = {e.key.column: e.key.type}
+        cols.update({r.column: key_types.get(r.target, "id") for r in e.refs})
         cols.update({f.column: f.type.kind for f in e.fields})
         tables[e.table] = cols
     return tables
@@ -60,6 +62,7 @@ def _spec_columns(schema: Schema) -> dict[str, dict[str, str]]:
 def compute_drift(schema: Schema, live: list[SourceTable]) -> Drift:
     spec = _spec_columns(schema)
     source = {t.name: {c.name: type_kind(c.type) for c in t.columns} for t in live}
+    untyped = {(t.name, c.name) for t in live for c in t.columns if not c.type_known}   # dbt YAML without data_type
     drift = Drift()
     for table in sorted(source.keys() - spec.keys()):
         drift.changes.append(DriftChange("+", table, "table", f"{len(source[table])} columns, not in the spec"))
@@ -80,7 +83,7 @@ def compute_drift(schema: Schema, live: list[SourceTable]) -> Drift:
         for col in removed:
             drift.changes.append(DriftChange("-", table, "column", col))
         for col in sorted(declared.keys() & actual.keys()):
-            if actual[col] not in COMPATIBLE[declared[col]]:
+            if actual[col] not in COMPATIBLE[declared[col]] and (table, col) not in untyped:
                 drift.changes.append(DriftChange("~", table, "retyped", f"{col}: {declared[col]} -> {actual[col]}"))
     return drift
 

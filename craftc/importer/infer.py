@@ -127,7 +127,8 @@ def _enum_values(col: SourceColumn, siblings: list[tuple[str, SourceColumn]] = (
     A sample closes an enum only when it is large enough (ENUM_MIN_ROWS), has few values
     (2 to ENUM_MAX_VALUES) and saw every one of them at least twice: a value seen once
     says the sample may well miss others. A column of the same name in another table
-    (``siblings``) that shares a value is the same domain: its values join the list.
+    (``siblings``) whose values hold every value seen here is the same domain: its values
+    join the list.
     """
     if not col.values or not all(is_name(v) for v in col.values) or len(set(col.values)) != len(col.values):
         return (), ""
@@ -144,7 +145,9 @@ def _enum_values(col: SourceColumn, siblings: list[tuple[str, SourceColumn]] = (
     values, extra = set(col.values), []
     for where, other in siblings:
         found = set(other.values_declared and other.values or other.value_set or other.values or ())
-        if found & values and found - values:
+        # Only a column whose values hold every value seen here is the same domain, a fuller
+        # sample of it; sharing one value (`failed` in a payout's and a charge's status) is not.
+        if set(col.values) < found:
             extra.append(f"`{where}` adds {', '.join(sorted(found - values))}")
             values |= found
     if extra and (len(values) > ENUM_MAX_VALUES or not all(is_name(v) for v in values)):
@@ -249,7 +252,9 @@ def _entity(st: SourceTable, choice, index: TableIndex, names: dict[str, str],
     members = NameAllocator()
     own_id = any(identifier(c.name) == "id" for c in st.columns if c is not key_col)
     key_name = members.take([identifier(key_col.name)] if own_id else ["id", identifier(key_col.name)])
-    key = InferredField(name=key_name, kind="id", column=key_col.name)
+    # Text ids (`cus_0001`, UUIDs) make a `string` key: the prompt's DDL types them as the warehouse does.
+    key_kind = "string" if key_col.type_known and type_kind(key_col.type) in ("string", "id") else "int"
+    key = InferredField(name=key_name, kind=key_kind, column=key_col.name)
     entity = InferredEntity(name=names[st.name], table=st.name, doc=st.comment, key=key, key_guess=choice.guess)
     if not all(c.type_known for c in st.columns):
         entity.notes.append("types from column names: the source gives none (import a warehouse with "

@@ -23,6 +23,11 @@ from functools import lru_cache
 __all__ = ["language_keywords", "identifier", "camel_words", "NameAllocator", "is_name"]
 
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Keywords that are also names: `currency` starts a line only where no name may (a schema
+# item, a field's flag), so the parser reads it as a name everywhere else (`field currency
+# string`, `Account.currency`, `check all currency == "USD"`), and a column of that name
+# (common in any warehouse with money) keeps it.
+NAME_KEYWORDS = frozenset({"currency"})
 
 
 @lru_cache(maxsize=1)
@@ -34,7 +39,7 @@ def language_keywords() -> frozenset[str]:
     from craftc.parser import get_parser
 
     return frozenset(t.pattern.value for t in get_parser().terminals
-                     if t.pattern.type == "str" and NAME.match(t.pattern.value))
+                     if t.pattern.type == "str" and NAME.match(t.pattern.value)) - NAME_KEYWORDS
 
 
 def is_name(text: str) -> bool:

@@ -96,7 +96,7 @@ def find_ref(st: SourceTable, col: SourceColumn, index: TableIndex, names: dict[
     declared = {c: target for c, target, _ in st.foreign_keys}
     if col.name in declared:
         target = index.resolve(declared[col.name])
-        return RefGuess(target) if target else None
+        return _declared(st, col, target, index, names) if target else None
     candidates = index.named_by(col.name, st.name, same_key=not is_key)
     if not candidates:
         return None
@@ -131,6 +131,27 @@ def find_ref(st: SourceTable, col: SourceColumn, index: TableIndex, names: dict[
                                 f"({-share:.0%}) are {names[target]} keys; {missing} are not")
     others = f" (of {len(scored)} candidates)" if len(scored) > 1 else ""
     return RefGuess(target, f"ref: {what}, and all {n} distinct values are {names[target]} keys{others}")
+
+
+def _declared(st: SourceTable, col: SourceColumn, target: str, index: TableIndex,
+              names: dict[str, str]) -> RefGuess:
+    """A ref the source declares (a foreign key, a dbt `relationships` test), with the share
+    of its values the data bears out: kept whatever the share (the declaration is the
+    owner's word, and a few orphans are normal), never on a column null in every row."""
+    if col.value_set is not None and not col.value_set and st.rows:
+        return RefGuess("", rejected=f"not a ref: `{col.name}` is declared to reference {names[target]} "
+                                     f"but is null in all {st.rows} rows")
+    key = index.keys.get(target)
+    share, missing = _containment(col, key) if key is not None else (None, 0)
+    if share is None:
+        return RefGuess(target)
+    n = len(col.value_set)
+    if not missing:
+        return RefGuess(target, f"ref: declared by the source, and all {n} distinct values are {names[target]} keys")
+    low = (f"; below the {REF_MIN_CONTAINMENT:.0%} a guessed ref needs: check the declaration or the data"
+           if share < REF_MIN_CONTAINMENT else "")
+    return RefGuess(target, f"ref: declared by the source, and {n - missing} of its {n} distinct values ({share:.0%}) "
+                            f"are {names[target]} keys; {missing} are not{low}")
 
 
 def break_cycles(entities) -> None:

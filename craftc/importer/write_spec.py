@@ -50,7 +50,8 @@ def _entity(e: InferredEntity) -> list[str]:
     lines += [f"    # guessed: {_comment(note)}" for note in e.notes]
     if e.key_guess:
         lines.append(f"    # guessed: {_comment(e.key_guess)}")
-    lines.append(f"    key {e.key.name} -> column {_quote(e.key.column)}")
+    typed = " string" if e.key.kind == "string" else ""
+    lines.append(f"    key {e.key.name}{typed} -> column {_quote(e.key.column)}")
     for r in e.refs:
         lines += [f"    # guessed: {_comment(c)}" for c in r.comments]
         doc = f" {_quote(r.doc)}" if r.doc else ""

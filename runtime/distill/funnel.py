@@ -22,7 +22,7 @@ from runtime.distill.judge_stats import judge_stats
 from runtime.distill.noise import INTENDED_GATE
 from runtime.distill.oracle import oracle_table
 
-__all__ = ["build_funnel", "funnel_markdown", "print_funnel", "teacher_tokens"]
+__all__ = ["build_funnel", "funnel_markdown", "print_funnel", "teacher_tokens", "thin_evidence"]
 
 EXAMPLES_PER_REASON = 2
 EXAMPLE_CHARS = 400
@@ -74,7 +74,30 @@ def build_funnel(outcomes: list[dict[str, Any]], candidates: dict[str, dict[str,
     teacher = teacher_tokens(outcomes, candidates)
     if teacher:
         funnel["teacher"] = teacher
+    thin = thin_evidence(outcomes, candidates)
+    if thin:
+        funnel["thin_evidence"] = thin
     return funnel
+
+
+def thin_evidence(outcomes: list[dict[str, Any]], candidates: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """Accepted candidates whose only evidence is a result equal to a reference of at most one
+    row or one value per column: how many, per workflow, and one reason; None when none."""
+    thin = [o for o in outcomes if o["accepted"] and o.get("thin_evidence")]
+    if not thin:
+        return None
+    per_workflow = Counter(candidates[o["candidate_id"]]["workflow"] for o in thin)
+    accepted = sum(o["accepted"] for o in outcomes)
+    return {"accepted": len(thin), "of_accepted": accepted, "per_workflow": dict(sorted(per_workflow.items())),
+            "example": {"candidate_id": thin[0]["candidate_id"], "reason": thin[0]["thin_evidence"]}}
+
+
+def _thin_line(thin: dict[str, Any]) -> str:
+    workflows = ", ".join(f"{w} {n}" for w, n in thin["per_workflow"].items())
+    return (f"Warning: {thin['accepted']} of {thin['of_accepted']} accepted "
+            f"candidates rest only on a result equal to a reference of at most one row or one value "
+            f"({thin['example']['reason']}): a wrong query easily returns the same. By workflow: {workflows}. "
+            "Give those workflows a param or a check that the result must meet, or judge them.")
 
 
 def teacher_tokens(outcomes: list[dict[str, Any]], candidates: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
@@ -199,6 +222,8 @@ def funnel_markdown(funnel: dict[str, Any]) -> str:
     for g in funnel["gates"]:
         reasons = ", ".join(f"{k} {v}" for k, v in g["reasons"].items()) or "-"
         lines.append(f"| {g['gate']} | {g['entered']} | {g['rejected']} | {g['passed']} | {reasons} |")
+    if "thin_evidence" in funnel:
+        lines += ["", _thin_line(funnel["thin_evidence"])]
     if "repairs" in funnel:
         r = funnel["repairs"]
         lines += ["", f"Teacher feedback: {r['repaired']} candidates repaired after their code failed "
@@ -278,6 +303,8 @@ def print_funnel(funnel: dict[str, Any], console: Console) -> None:
         table.add_row(g["gate"], str(g["entered"]), str(g["rejected"]), str(g["passed"]),
                       ", ".join(f"{k} {v}" for k, v in g["reasons"].items()) or "-")
     console.print(table)
+    if "thin_evidence" in funnel:
+        console.print(f"[yellow]{_thin_line(funnel['thin_evidence'])}[/yellow]")
     if "judges" in funnel:
         judges = Table(title="judges: reject rate, abstentions, cost")
         for column in ("judge", "rejected", "reject rate", "abstained", "requests", "cached"):

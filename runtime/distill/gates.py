@@ -15,6 +15,10 @@
   judges reject for ignoring an asked param does not vote.
 - **judge** asks the judge ensemble (see `judges`).
 
+An accepted candidate whose result matched a reference of at most one row, or of one
+value per column, carries ``thin_evidence``: a wrong query easily returns the same, and
+the funnel warns with a count (`thin_reference`).
+
 Every gate of the recipe's order is evaluated for every candidate (cheap once the
 code has run; the judges run while the sandbox executes the batch), so
 besides the first rejecting gate the outcome says which gates *would* have
@@ -36,7 +40,8 @@ from craftc.ir import BlockFormat, Expectation, Recipe
 from runtime.distill.blocks import parse_turn
 from runtime.distill.judges import JudgeCase, JudgeEnsemble
 
-__all__ = ["GateCase", "GateOutcome", "TriGate", "sandbox_limits", "execution_rejection", "decide_first"]
+__all__ = ["GateCase", "GateOutcome", "TriGate", "sandbox_limits", "execution_rejection", "decide_first",
+           "thin_reference"]
 
 _EXEC_CLASSES = {
     "SyntaxError": "syntax",
@@ -82,12 +87,37 @@ class GateOutcome:
     reasons: dict[str, str] = field(default_factory=dict)
     judges: list[dict[str, Any]] = field(default_factory=list)
     execution: dict[str, Any] = field(default_factory=dict)
+    # Set on an acceptance whose only evidence is a result equal to a reference too small
+    # to tell a right query from a wrong one (see `thin_reference`); the funnel counts it.
+    thin_evidence: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"candidate_id": self.candidate_id, "accepted": self.accepted, "gate": self.gate,
-                "reason_class": self.reason_class, "reason": self.reason,
-                "would_reject": self.would_reject, "reasons": self.reasons,
-                "judges": self.judges, "execution": self.execution}
+        out = {"candidate_id": self.candidate_id, "accepted": self.accepted, "gate": self.gate,
+               "reason_class": self.reason_class, "reason": self.reason,
+               "would_reject": self.would_reject, "reasons": self.reasons,
+               "judges": self.judges, "execution": self.execution}
+        if self.thin_evidence:
+            out["thin_evidence"] = self.thin_evidence
+        return out
+
+
+def thin_reference(frame) -> str:
+    """Why a reference result is too small to tell right code from wrong: at most one row,
+    or one value in every column (many wrong queries return the same); "" otherwise.
+
+    Example:
+        >>> import pandas as pd
+        >>> thin_reference(pd.DataFrame({"n": [3]})), thin_reference(pd.DataFrame({"a": [1, 1], "b": ["x", "x"]}))
+        ('the reference result has 1 row', 'each column of the 2-row reference result holds one value')
+        >>> thin_reference(pd.DataFrame({"a": [1, 2]}))
+        ''
+    """
+    rows = len(frame)
+    if rows <= 1:
+        return f"the reference result has {rows} row{'s' * (rows != 1)}"
+    if all(frame[column].nunique(dropna=False) <= 1 for column in frame.columns):
+        return f"each column of the {rows}-row reference result holds one value"
+    return ""
 
 
 def decide_first(outcome: GateOutcome, order: tuple[str, ...]) -> GateOutcome:
@@ -190,6 +220,16 @@ class TriGate:
                     return "mismatch", "; ".join(check.reasons[:3])
         return None
 
+    def _thin_evidence(self, case: GateCase) -> str:
+        """For an accepted candidate whose result was compared with its reference's: why that
+        comparison proves little (`thin_reference`), or ""."""
+        if not case.reference_visible or not any(e.kind == "same_rows_as_solution" for e in case.expectations):
+            return ""
+        reference = self.references.get((case.instance_id, case.turn))
+        if reference is None or not reference.ok or reference.result_frame is None:
+            return ""
+        return thin_reference(reference.result_frame)
+
     def _judge(self, cases: list[GateCase], parsed) -> list:
         """Judge verdicts, or passing stand-ins when the recipe's gate order has no judge gate."""
         if "judge" not in self.gates.order:
@@ -252,6 +292,8 @@ class TriGate:
             if answer:
                 outcome.reasons[gate] = answer[1]
         decide_first(outcome, self.gates.order)
+        if outcome.accepted and "output" in self.gates.order:
+            outcome.thin_evidence = self._thin_evidence(case)
         frame = result.result_frame if result is not None and result.ok else None
         if frame is not None and not case.reference_visible and "mismatch" in self.gates.output.reject \
                 and not answers["execution"] and not answers["output"]:

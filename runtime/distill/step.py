@@ -512,6 +512,8 @@ def run_gate(ctx: StepContext) -> StepResult:
         metrics["judges"] = funnel["judges"]["per_judge"]
     if "repairs" in funnel:
         metrics["repairs"] = funnel["repairs"]
+    if "thin_evidence" in funnel:        # acceptances that rest on a reference of one row or one value
+        metrics["thin_evidence_accepted"] = funnel["thin_evidence"]["accepted"]
     if "confusion" in funnel:
         metrics["corrupted_rejected_rate"] = funnel["confusion"]["corrupted_rejected_rate"]
         metrics["clean_rejected_rate"] = funnel["confusion"]["clean_rejected_rate"]

@@ -18,7 +18,8 @@ from runtime.agent import Episode, UserTurn
 from runtime.eval.stats import clustered_mean, minimum_detectable_difference, paired_clustered_difference
 
 __all__ = ["METRICS", "PER_INSTANCE", "PER_TURN", "discovery_loops", "turn_passed", "scored_turns", "turn_scores",
-           "paired_metric", "instance_values", "metric_values", "per_workflow", "repair_counts", "summarise"]
+           "paired_metric", "instance_values", "metric_values", "per_workflow", "repair_counts", "summarise",
+           "no_value_reason"]
 
 
 def turn_passed(turn: UserTurn) -> bool:
@@ -238,7 +239,35 @@ def summarise(episodes: list[Episode], seed: int = 0) -> dict[str, dict]:
             out[name]["successes"] = raw["rate"][0]
         if "unjudged" in raw:
             out[name]["unjudged"] = raw["unjudged"]
+        if summary["value"] is None:
+            out[name]["why"] = no_value_reason(name, episodes)
     return out
+
+
+def no_value_reason(metric: str, episodes: list[Episode]) -> str:
+    """Why ``metric`` has no value over ``episodes`` (no unit to measure), in the report's words.
+
+    Example:
+        >>> no_value_reason("multi_turn_coherence", [Episode("i", turns=[UserTurn(0, "q")])])
+        'no conversation evaluated'
+    """
+    if not episodes:
+        return "no instance evaluated"
+    scored = [t for e in episodes for t in scored_turns(e)]
+    if not scored:
+        return "every turn is excluded (its reference returns no rows or fails)"
+    if metric == "multi_turn_coherence":
+        follow_ups = [t for e in episodes for t in e.turns[1:]]
+        if not follow_ups:
+            return "no conversation evaluated"
+        if all(t.excluded for t in follow_ups):
+            return "every follow-up turn is excluded"
+        return "no follow-up turn carries a constraint of an earlier turn"
+    if metric == "final_answer_accuracy":
+        return "every conversation's last turn is excluded"
+    if metric == "consistency":
+        return "no scored turn's plan or code names an entity"
+    return "no scored turn has a value"
 
 
 def per_workflow(episodes: list[Episode]) -> list[dict]:

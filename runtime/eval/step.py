@@ -173,28 +173,51 @@ def cap_per_workflow(tasks: list, per_workflow: int) -> list:
 
 
 def spread_per_split(tasks: list, limit: int | None) -> list:
-    """At most ``eval.limit`` tasks per split, spread evenly over the split's file order.
+    """At most ``eval.limit`` tasks per split, stratified over the split's workflows.
 
-    The file lists a split's tasks workflow by workflow, so evenly spaced picks keep as
-    many workflows as the limit allows instead of the first few in declaration order.
+    Each split keeps one instance of as many workflows as the limit allows, then a second
+    of each, and so on (instances of a workflow in file order). When the limit is below the
+    number of workflows, the workflows kept are evenly spaced over the file's order, and a
+    conversation (a task of two turns or more) is always among them when the split holds
+    one: multi-turn coherence is measured on conversations only. Kept tasks keep their
+    file order.
 
     >>> from types import SimpleNamespace as T
-    >>> tasks = [T(split="eval_params", workflow=w) for w in "abcdef"] + [T(split="eval_workflows", workflow="g")]
+    >>> tasks = [T(split="eval_params", workflow=w, turns=(1,)) for w in "abcdef"]
+    >>> tasks += [T(split="eval_params", workflow="chat", turns=(1, 2)), T(split="eval_workflows", workflow="g", turns=(1,))]
     >>> [t.workflow for t in spread_per_split(tasks, 3)]
-    ['a', 'c', 'e', 'g']
+    ['a', 'c', 'chat', 'g']
     >>> len(spread_per_split(tasks, None)) == len(tasks)
     True
     """
     if limit is None:
         return tasks
-    by_split: dict[str, list[int]] = {}
+    by_split: dict[str, dict[str, list[int]]] = {}
     for index, task in enumerate(tasks):
-        by_split.setdefault(task.split, []).append(index)
-    keep = set()
-    for indices in by_split.values():
-        n = min(limit, len(indices))
-        keep.update(indices[(i * len(indices)) // n] for i in range(n))
+        by_split.setdefault(task.split, {}).setdefault(task.workflow, []).append(index)
+    keep: set[int] = set()
+    for by_workflow in by_split.values():
+        n = min(limit, sum(len(indices) for indices in by_workflow.values()))
+        chosen, picked = _workflows_kept(by_workflow, tasks, n), []
+        for round_ in range(n):                 # one more instance of each chosen workflow per round
+            for workflow in chosen:
+                if len(picked) < n and round_ < len(by_workflow[workflow]):
+                    picked.append(by_workflow[workflow][round_])
+        keep.update(picked)
     return [task for index, task in enumerate(tasks) if index in keep]
+
+
+def _workflows_kept(by_workflow: dict[str, list[int]], tasks: list, n: int) -> list[str]:
+    """The workflows of one split that keep an instance under a limit of ``n``, in file order:
+    all of them when ``n`` allows; else ``n`` evenly spaced, one conversation among them."""
+    workflows = list(by_workflow)
+    if n >= len(workflows):
+        return workflows
+    picked = [workflows[(i * len(workflows)) // n] for i in range(n)]
+    talks = [w for w in workflows if any(len(tasks[i].turns) > 1 for i in by_workflow[w])]
+    if talks and not set(talks) & set(picked):
+        picked[-1] = talks[0]               # a conversation instead of the last single-turn pick
+    return [w for w in workflows if w in picked]
 
 
 def run_eval(ctx):
@@ -224,8 +247,11 @@ def run_eval(ctx):
     limited = None                      # eval { limit N }: what it kept, for eval.json and the report
     kept = spread_per_split(tasks, recipe.eval.limit)
     if len(kept) < len(tasks):
+        kinds = sorted({t.workflow for t in kept})
+        talks = sum(len(t.turns) > 1 for t in kept)
         ctx.console.print(f"eval: `eval {{ limit {recipe.eval.limit} }}` keeps {len(kept)} of {len(tasks)} "
-                          "held-out instances (at most that many per split)")
+                          f"held-out instances (at most that many per split, spread over {len(kinds)} workflows; "
+                          f"{talks} conversation{'s' * (talks != 1)})")
         limited, tasks = {"per_split": recipe.eval.limit, "held_out": len(tasks)}, kept
     # specs/input_builder.json says which input mode (system prompt) each arm gets.
     builder = input_builder(ctx)

@@ -62,7 +62,7 @@ def build_table(eval_results: dict, baseline: str = "stuffed", split: str = "all
 def _cell_text(cell: dict, kind: str) -> str:
     value = cell.get("value")
     if value is None:
-        return "n/a"
+        return f"n/a: {cell['why']}" if cell.get("why") else "n/a"
     low, high = cell.get("ci", [0, 0])
     if kind == "rate":
         text = f"{100 * value:.1f}% [{100 * low:.1f}, {100 * high:.1f}]"

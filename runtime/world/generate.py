@@ -25,6 +25,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from craftc.emit.binding_sql import key_sql_type
 from craftc.ir import Entity, EntityField, Schema
 from runtime.world.ads_builders import BUILD_ORDER, BUILDERS
 from runtime.world.context import DAYS, END_DATE, START_DATE, WorldContext, random_dates
@@ -132,9 +133,11 @@ def _generic_order(schema: Schema, done: set[str]) -> list[Entity]:
     return ordered
 
 
-def _physical_select(entity: Entity, view_columns: list[str]) -> str:
-    parts = [f'CAST("{entity.key.name}" AS BIGINT) AS "{entity.key.column}"']
-    parts += [f'CAST("{r.name}_id" AS BIGINT) AS "{r.column}"' for r in entity.refs]
+def _physical_select(entity: Entity, view_columns: list[str], key_types: dict[str, str]) -> str:
+    """The physical columns of an entity's frame; keys and refs typed as the spec's keys are
+    (``key id string``: text ids)."""
+    parts = [f'CAST("{entity.key.name}" AS {key_types[entity.name]}) AS "{entity.key.column}"']
+    parts += [f'CAST("{r.name}_id" AS {key_types.get(r.target, "BIGINT")}) AS "{r.column}"' for r in entity.refs]
     for field in entity.fields:
         source = f'"{field.name}"'
         if field.scale not in (None, 1):
@@ -148,11 +151,12 @@ def write_physical(con: duckdb.DuckDBPyConnection, schema: Schema, frames: dict[
     """Write each entity under its physical table and column names."""
     for schema_name in sorted({e.table.split(".")[0] for e in schema.entities if "." in e.table}):
         con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema_name}"')
+    key_types = {e.name: key_sql_type(e) for e in schema.entities}
     for entity in schema.entities:
         frame = frames[entity.name]
         con.register("_entity_frame", frame)
         table = ".".join(f'"{part}"' for part in entity.table.split("."))
-        select = _physical_select(entity, list(frame.columns))
+        select = _physical_select(entity, list(frame.columns), key_types)
         con.execute(f'CREATE TABLE {table} AS SELECT {select} FROM _entity_frame ORDER BY "{entity.key.name}"')
         con.unregister("_entity_frame")
 

@@ -1,8 +1,10 @@
-"""What a generated warehouse looks like, in figures: the data profile.
+"""What a warehouse looks like, in figures: the data profile.
 
-Read only through the logical views, so the profile of two warehouses that differ
-only in physical names is identical. Sections that need an ads entity the schema
-lacks are reported as ``null`` rather than failing.
+Generic over any schema: rows per entity, the NULL share of nullable fields, the range
+of every number and money field, and the time span of every date and timestamp field.
+A schema of the ads domain also gets its own figures under ``domain.ads``
+(:mod:`runtime.world.ads_profile`). Read only through the logical views, so the profile
+of two warehouses that differ only in physical names is identical.
 
 Run it as ``python -m runtime.world.profile WAREHOUSE.duckdb [--format json]``.
 """
@@ -18,64 +20,17 @@ import duckdb
 from rich.console import Console
 from rich.table import Table
 
+from runtime.world.ads_profile import ads_profile
 from runtime.world.api import CATALOG_SCHEMA
 
 __all__ = ["data_profile", "render_profile", "main"]
 
-_WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
-
-_ADVERTISER_SPEND = """
-SELECT c.advertiser_id, sum(s.cost) AS spend
-FROM daily_stat s JOIN ad a ON a.id = s.ad_id JOIN ad_group g ON g.id = a.ad_group_id
-JOIN campaign c ON c.id = g.campaign_id GROUP BY c.advertiser_id
-"""
+_NUMBER_TYPES = ("int", "float", "money")
+_TIME_TYPES = ("date", "timestamp")
 
 
 def _one(con, sql: str) -> tuple:
     return con.execute(sql).fetchall()[0]
-
-
-def _spend(con) -> dict:
-    share, p50, p90, p99, n = _one(con, f"""
-        WITH spend AS ({_ADVERTISER_SPEND}), ranked AS (
-          SELECT spend, row_number() OVER (ORDER BY spend DESC) AS r, count(*) OVER () AS n FROM spend)
-        SELECT sum(spend) FILTER (WHERE r <= greatest(1, round(n * 0.1))) / sum(spend),
-               quantile_cont(spend, 0.5), quantile_cont(spend, 0.9), quantile_cont(spend, 0.99), count(*)
-        FROM ranked""")
-    return {"advertisers": n, "top10pct_share": round(share, 4), "p50": round(p50, 2), "p90": round(p90, 2),
-            "p99": round(p99, 2)}
-
-
-def _ctr(con) -> dict:
-    """CTR per ad with at least 1,000 impressions (smaller ads' CTR is mostly noise)."""
-    p5, p50, p95, inside, n = _one(con, """
-        WITH per_ad AS (SELECT sum(clicks) / sum(impressions) AS ctr FROM daily_stat
-                        GROUP BY ad_id HAVING sum(impressions) >= 1000)
-        SELECT quantile_cont(ctr, 0.05), quantile_cont(ctr, 0.5), quantile_cont(ctr, 0.95),
-               avg(CASE WHEN ctr BETWEEN 0.005 AND 0.05 THEN 1.0 ELSE 0.0 END), count(*) FROM per_ad""")
-    return {"ads": n, "p5": round(p5, 5), "p50": round(p50, 5), "p95": round(p95, 5),
-            "share_0_5pct_to_5pct": round(inside, 4)}
-
-
-def _weekday(con) -> dict:
-    rows = con.execute("""
-        SELECT isodow(date) AS dow, sum(impressions) / (SELECT sum(impressions) FROM daily_stat)
-        FROM daily_stat GROUP BY dow ORDER BY dow""").fetchall()
-    return {_WEEKDAYS[dow - 1]: round(share, 4) for dow, share in rows}
-
-
-def _conversion_lag(con) -> dict:
-    rows = con.execute("""
-        SELECT least(date_diff('day', k.clicked_at::DATE, c.converted_at::DATE), 8) AS lag, count(*)
-        FROM conversion c JOIN click k ON k.id = c.click_id GROUP BY lag ORDER BY lag""").fetchall()
-    total = sum(count for _, count in rows) or 1
-    p50, p90, mean = _one(con, """
-        SELECT quantile_disc(lag, 0.5), quantile_disc(lag, 0.9), avg(lag) FROM (
-          SELECT date_diff('day', k.clicked_at::DATE, c.converted_at::DATE) AS lag
-          FROM conversion c JOIN click k ON k.id = c.click_id)""")
-    histogram = {("8+" if lag == 8 else str(lag)): round(count / total, 4) for lag, count in rows}
-    return {"conversions_with_click": total, "p50_days": p50, "p90_days": p90,
-            "mean_days": round(mean or 0.0, 3), "share_by_days": histogram}
 
 
 def _views(con) -> list[str]:
@@ -91,26 +46,55 @@ def _null_shares(con, views: list[str]) -> dict:
     return shares
 
 
-def _section(con, build):
-    try:
-        return build(con)
-    except duckdb.Error:
-        return None     # this schema lacks an entity or field the section reads
+def _fields_of(con, types: tuple[str, ...]) -> list[tuple[str, str]]:
+    marks = ", ".join("?" for _ in types)
+    return con.execute(f"SELECT view, field FROM {CATALOG_SCHEMA}.fields WHERE type IN ({marks}) "
+                       "ORDER BY view_position, position", list(types)).fetchall()
+
+
+def _value_ranges(con) -> dict:
+    """min, max and mean of every int, float and money field (None where it holds no value)."""
+    ranges = {}
+    for view, field in _fields_of(con, _NUMBER_TYPES):
+        low, high, mean = _one(con, f'SELECT min("{field}"), max("{field}"), avg("{field}") FROM "{view}"')
+        ranges[f"{view}.{field}"] = {"min": _number(low), "max": _number(high), "mean": _number(mean)}
+    return ranges
+
+
+def _number(value):
+    if value is None:
+        return None
+    value = float(value)
+    return int(value) if value.is_integer() else round(value, 4)
+
+
+def _time_spans(con) -> dict:
+    """First and last value and the days between them, of every date and timestamp field."""
+    spans = {}
+    for view, field in _fields_of(con, _TIME_TYPES):
+        first, last = _one(con, f'SELECT min("{field}"), max("{field}") FROM "{view}"')
+        dated = hasattr(first, "isoformat") and hasattr(last, "isoformat")   # not a text column typed date
+        spans[f"{view}.{field}"] = {"first": first.isoformat() if dated else first,
+                                    "last": last.isoformat() if dated else last,
+                                    "days": (last - first).days if dated else None}
+    return spans
 
 
 def data_profile(db_path: str | Path) -> dict:
-    """Row counts, spend concentration, CTR, weekday seasonality, conversion lag, NULL shares."""
+    """Row counts, NULL shares, value ranges and time spans; a known domain's own figures."""
     con = duckdb.connect(str(db_path), read_only=True)
     try:
         views = _views(con)
-        return {
+        profile = {
             "row_counts": {v: _one(con, f'SELECT count(*) FROM "{v}"')[0] for v in views},
-            "advertiser_spend": _section(con, _spend),
-            "ctr": _section(con, _ctr),
-            "weekday_impression_share": _section(con, _weekday),
-            "conversion_lag": _section(con, _conversion_lag),
             "null_shares": _null_shares(con, views),
+            "value_ranges": _value_ranges(con),
+            "time_spans": _time_spans(con),
         }
+        ads = ads_profile(con, views)
+        if ads is not None:
+            profile["domain"] = {"ads": ads}
+        return profile
     finally:
         con.close()
 
@@ -123,15 +107,26 @@ def render_profile(profile: dict, console: Console) -> None:
     for view, rows in profile["row_counts"].items():
         counts.add_row(view, f"{rows:,}")
     console.print(counts)
-    shape = Table(title="Shape of the data")
-    shape.add_column("figure")
-    shape.add_column("value", justify="right")
-    for section in ("advertiser_spend", "ctr", "conversion_lag"):
-        for key, value in (profile.get(section) or {}).items():
-            shape.add_row(f"{section}.{key}", json.dumps(value) if isinstance(value, dict) else str(value))
-    for day, share in (profile.get("weekday_impression_share") or {}).items():
-        shape.add_row(f"impressions share {day}", f"{share:.2%}")
-    console.print(shape)
+    ranges = Table(title="Numbers and money: range and mean")
+    for column in ("field", "min", "max", "mean"):
+        ranges.add_column(column, justify="left" if column == "field" else "right")
+    for field, r in profile.get("value_ranges", {}).items():
+        ranges.add_row(field, *(str(r[k]) for k in ("min", "max", "mean")))
+    console.print(ranges)
+    spans = Table(title="Dates and timestamps: time span")
+    for column in ("field", "first", "last", "days"):
+        spans.add_column(column, justify="right" if column == "days" else "left")
+    for field, s in profile.get("time_spans", {}).items():
+        spans.add_row(field, str(s["first"]), str(s["last"]), str(s["days"]))
+    console.print(spans)
+    for domain, sections in (profile.get("domain") or {}).items():
+        shape = Table(title=f"Shape of the data ({domain})")
+        shape.add_column("figure")
+        shape.add_column("value", justify="right")
+        for section, figures in sections.items():
+            for key, value in (figures or {}).items():
+                shape.add_row(f"{section}.{key}", json.dumps(value) if isinstance(value, dict) else str(value))
+        console.print(shape)
     nulls = Table(title="NULL share of nullable fields")
     nulls.add_column("field")
     nulls.add_column("null share", justify="right")

@@ -20,6 +20,7 @@ from runtime.layout import WAREHOUSE, WORLD_PROFILE
 from runtime.step_context import StepContext, StepError, StepResult
 from runtime.world.binding import apply_binding, logical_data_hash
 from runtime.world.generate import generate_warehouse
+from runtime.world.data_check import check_data
 from runtime.world.profile import data_profile
 
 __all__ = ["run_world"]
@@ -98,8 +99,11 @@ def run_world(ctx: StepContext) -> StepResult:
     con = duckdb.connect(str(db_path), read_only=True)
     try:
         data_hash = logical_data_hash(con, recipe.schema_)
+        problems = [f for f in check_data(con, recipe.schema_) if f.severity != "ok"]
     finally:
         con.close()
+    for finding in problems:      # the spec says what the rows do not: `craftc check --preflight` locates it
+        ctx.console.print(f"world: {finding.code} {finding.message}")
     profile = data_profile(db_path)
     (ctx.out_dir / WORLD_PROFILE.path).write_text(json.dumps(profile, indent=2, sort_keys=True) + "\n")
     fact_rows = max(counts.values()) if counts else 0
@@ -109,6 +113,8 @@ def run_world(ctx: StepContext) -> StepResult:
                  "rows_per_s": round(sum(counts.values()) / build_s) if build_s else None,
                  "largest_entity_rows": fact_rows, "logical_data_hash": data_hash,
                  "binding_source": binding_source, "seed": recipe.seed, "scale": recipe.scale,
+                 "data_checks": {code: sum(f.code == code for f in problems)
+                                 for code in sorted({f.code for f in problems})},
                  "warehouse": "existing" if source is not None else "generated"},
         outputs=(WAREHOUSE.path, WORLD_PROFILE.path),
     )

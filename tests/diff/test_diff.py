@@ -151,3 +151,15 @@ def test_renamed_entities_and_metrics_are_one_breaking_rename_each():
     changes = [(c.address, c.category, c.change) for c in classify_schema(before, after, {}, {})]
     assert changes == [("entity.Item", "breaking", "entity renamed `Item` -> `Product`"),
                        ("metric.total", "breaking", "metric renamed `total` -> `grand_total`")]
+
+
+def test_a_currency_is_doc_only_and_a_key_type_is_breaking(tmp_path, hello_files):
+    def edit(text: str) -> str:
+        text = text.replace('currency "USD"', 'currency "EUR"')
+        return text.replace('key   id -> column "product_id"', 'key   id string -> column "product_id"')
+
+    after = compile_edited(tmp_path, edit_schema=edit)
+    changes = {(c.address, c.category, c.change) for c in classify_schema(
+        json.loads(hello_files["plan.json"]), json.loads(after["plan.json"]), hello_files, after)}
+    assert ("schema", "doc-only", 'currency "USD" -> "EUR"') in changes
+    assert ("entity.Product.key", "breaking", "type int -> string") in changes

@@ -135,3 +135,39 @@ def test_asked_params_are_the_slots_of_the_phrasings_shown_not_words_that_look_l
     assert asked_params(drilldown, instance, 0) == {"days": 30}
     assert asked_params(drilldown, instance, 1) == {"days": 30, "industry": "spend"}
     assert asked_params(drilldown, instance, 2) == {"days": 30, "industry": "spend"}   # a conversation keeps them
+
+
+# ------------------------------------------------------------- thin evidence
+
+
+def test_an_acceptance_on_a_one_row_reference_is_flagged_and_the_funnel_counts_it(recipe):
+    from craftc.ir import Expectation
+    from runtime.distill.funnel import build_funnel, funnel_markdown
+
+    gate = TriGate(recipe, pool=None)
+    same_rows = (Expectation(kind="same_rows_as_solution"),)
+    count = pd.DataFrame({"campaigns": [12]})
+    gate.references[("one", 0)] = _ran(count)
+    gate.references[("many", 0)] = _ran(THIRTY_DAYS)
+    plan = "Count the campaigns."
+    # the corrupted code counts paused campaigns only: on this data the count is the same
+    corrupted = "result = api.query(\"SELECT count(*) AS campaigns FROM campaign WHERE status = 'paused'\")"
+    ranked = 'result = api.query("SELECT name AS campaign, objective AS ctr FROM campaign LIMIT 2")'
+    cases = [GateCase("thin", "one", 0, format_turn("t", plan, corrupted, recipe.format), "How many campaigns?",
+                      {}, same_rows),
+             GateCase("firm", "many", 0, format_turn("t", "List two campaigns with their objective.", ranked,
+                                                     recipe.format), "Top 2 campaigns", {}, same_rows)]
+    parsed = [parse_turn(case.text, recipe.format) for case in cases]
+    outcomes = [gate._decide(case, turn, _ran(frame), verdict) for case, turn, frame, verdict
+                in zip(cases, parsed, (count, THIRTY_DAYS), gate._judge(cases, parsed))]
+    assert [o.accepted for o in outcomes] == [True, True], [o.reason for o in outcomes]
+    assert outcomes[0].thin_evidence == "the reference result has 1 row"
+    assert outcomes[1].thin_evidence == "" and "thin_evidence" not in outcomes[1].to_dict()
+
+    candidates = {c.candidate_id: {"text": c.text, "metadata": {}, "workflow": w}
+                  for c, w in zip(cases, ("count_campaigns", "top_ctr"))}
+    funnel = build_funnel([o.to_dict() for o in outcomes], candidates, recipe.gates.order)
+    assert funnel["thin_evidence"] == {"accepted": 1, "of_accepted": 2, "per_workflow": {"count_campaigns": 1},
+                                       "example": {"candidate_id": "thin", "reason": "the reference result has 1 row"}}
+    assert "Warning: 1 of 2 accepted candidates rest only on a result equal to a reference of at most one row" \
+        in funnel_markdown(funnel)

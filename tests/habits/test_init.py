@@ -105,3 +105,11 @@ def test_a_source_that_cannot_be_imported_creates_nothing(tmp_path, source, code
     assert done.returncode == 1
     assert code in done.stderr and "error: `new` was not created (see above)" in done.stderr
     assert not (tmp_path / "new").exists()
+
+
+def test_docs_from_without_a_warehouse_says_to_give_one(tmp_path):
+    env = craftc_on_path(tmp_path)
+    done = craftc("init", "new", "--docs-from", "dbt", cwd=tmp_path, env=env)
+    assert done.returncode == 1
+    assert "give the warehouse with --from too" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "new").exists()

@@ -17,25 +17,25 @@ def profile(warehouse):
 
 
 def test_spend_is_heavy_tailed_across_advertisers(profile):
-    spend = profile["advertiser_spend"]
+    spend = profile["domain"]["ads"]["advertiser_spend"]
     assert 0.5 <= spend["top10pct_share"] <= 0.97
     assert spend["p99"] > 10 * spend["p90"] > 10 * spend["p50"] > 0
 
 
 def test_ctr_is_mostly_between_half_and_five_percent(profile):
-    ctr = profile["ctr"]
+    ctr = profile["domain"]["ads"]["ctr"]
     assert ctr["share_0_5pct_to_5pct"] >= 0.8
     assert 0.005 <= ctr["p50"] <= 0.05
 
 
 def test_weekends_are_quieter_than_weekdays(profile):
-    share = profile["weekday_impression_share"]
+    share = profile["domain"]["ads"]["weekday_impression_share"]
     weekday = sum(share[d] for d in ("Mon", "Tue", "Wed", "Thu")) / 4
     assert max(share["Sat"], share["Sun"]) < weekday
 
 
 def test_conversions_lag_clicks_by_days(profile, con):
-    lag = profile["conversion_lag"]
+    lag = profile["domain"]["ads"]["conversion_lag"]
     assert 0.2 <= lag["share_by_days"]["0"] <= 0.6
     assert lag["p90_days"] >= 3
     early = con.execute("SELECT count(*) FROM conversion c JOIN click k ON k.id = c.click_id "
