@@ -22,7 +22,7 @@ from tests.rewards.conftest import call, user_turn
 
 RECIPE = (ROOT / "recipes/ads_analytics.craft").read_text()
 SMOKE_SFT = "stage sft  { prefix_epochs 0.1  prefix_history thinks  steps 4  batch 2  per_device_batch 2  max_length 1536 }"
-SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 1  history policy }"
+SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 1  history policy  fresh_instances 1  dynamic_sampling 1 }"
 PREPARED_STEPS = ("world", "distill", "gate", "dataset")
 
 
@@ -263,7 +263,7 @@ def test_rollout_vllm_without_a_gpu_stops_before_launching_with_one_clear_line(b
     from runtime.train.grpo import run_grpo
 
     work, _, _ = base
-    edited = compile_variant(work, "vllm", SMOKE_GRPO, SMOKE_GRPO.replace("history policy }", "history policy  rollout vllm, colocate }"))
+    edited = compile_variant(work, "vllm", SMOKE_GRPO, SMOKE_GRPO.replace("dynamic_sampling 1 }", "dynamic_sampling 1  rollout vllm, colocate }"))
     (tmp_path / "out").mkdir()
     ctx = StepContext(plan=load_plan(edited), plan_dir=edited, run_dir=tmp_path, out_dir=tmp_path / "out",
                       console=Console(file=io.StringIO()), seed=0)

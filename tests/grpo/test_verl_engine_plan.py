@@ -16,9 +16,12 @@ from craftc.ir import GRPO_VERL_ONLY, TRL_ONLY, VERL_ONLY
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "recipes/ads_analytics.craft"
-SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 1  history policy }"
-# `measure` is TRL's (E516 under verl): the verl stage is the smoke stage without it.
-VERL_GRPO = SMOKE_GRPO.replace("  measure 1  history policy }", "  engine verl  rollout vllm  parallel fsdp2  gpus 1 }")
+SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 1  history policy  fresh_instances 1  dynamic_sampling 1 }"
+# `measure`, `history policy` and dynamic sampling are TRL's (E516 under verl): the verl stage is
+# the smoke stage without them, on SFT's rows (the step tests below stand in a one-workflow gate,
+# which fresh rows could not be drawn for).
+VERL_GRPO = SMOKE_GRPO.replace("  measure 1  history policy  fresh_instances 1  dynamic_sampling 1 }",
+                               "  rows sft  dynamic_sampling 0  engine verl  rollout vllm  parallel fsdp2  gpus 1 }")
 VERL_FILES = {"launch.sh", "verl_overrides.txt", "tool_config.yaml", "agent_loop.yaml", "reward.py", "rl_data.json"}
 
 
@@ -68,7 +71,8 @@ def _with_verl_grpo_setting(tmp_path, setting: str):
     return recipe
 
 
-@pytest.mark.parametrize("setting", ["measure 8", "history policy", "lora { r 8 }", "trl { save_total_limit 3 }"])
+@pytest.mark.parametrize("setting", ["measure 8", "history policy", "dynamic_sampling 1", "lora { r 8 }",
+                                     "trl { save_total_limit 3 }"])
 def test_a_trl_only_setting_on_a_verl_stage_is_e516_at_its_line(tmp_path, setting):
     """What only TRL's GRPO reads would be silently dropped under `engine verl`: refused instead."""
     recipe = _with_verl_grpo_setting(tmp_path, setting)
@@ -88,7 +92,7 @@ def test_max_length_on_a_trl_grpo_stage_is_e516_and_not_in_the_plan(tmp_path):
     recipe.parent.mkdir()
     for part in ("schema_specs", "examples"):
         (tmp_path / part).symlink_to(ROOT / part, target_is_directory=True)
-    recipe.write_text(text.replace(SMOKE_GRPO, SMOKE_GRPO.replace("history policy }", "history policy  max_length 4096 }")))
+    recipe.write_text(text.replace(SMOKE_GRPO, SMOKE_GRPO.replace("dynamic_sampling 1 }", "dynamic_sampling 1  max_length 4096 }")))
     done = craftc("compile", recipe, "-o", tmp_path / "plan", "--profile", "smoke")
     assert done.returncode == 1
     assert "E516" in done.stderr and "TRL's GRPO cuts no prompt" in done.stderr, done.stderr
