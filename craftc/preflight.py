@@ -83,7 +83,7 @@ def data_diagnostics(schema, warehouse: Path, report: list[str] | None = None) -
         if f.severity == "ok":
             continue
         entity = entities[f.entity]
-        member = entity.key if f.kind == "key" else next(
+        member = (entity.key or entity) if f.kind == "key" else next(
             (m for m in (*entity.refs, *entity.fields) if m.name == f.member), entity)
         out.append(Diagnostic(f.code, f.severity, f.message, member.span or entity.span or schema.span, f.help))
     return out
@@ -116,8 +116,8 @@ def _located_failure(load, message: str) -> Diagnostic:
     if duck and schema is not None:
         names = {a or b for a, b in _QUOTED.findall(duck.group(2))}
         for e in schema.entities:
-            bound = {e.table, e.table.split(".")[-1], e.view, e.key.column} | {f.column for f in e.fields} \
-                | {r.column for r in e.refs}
+            bound = {e.table, e.table.split(".")[-1], e.view} | {f.column for f in e.fields} \
+                | {r.column for r in e.refs} | ({e.key.column} if e.key is not None else set())
             if names & bound or e.view in message or f'"{e.table.split(".")[-1]}"' in message:
                 source = recipe.warehouse or "the warehouse"
                 return Diagnostic(
