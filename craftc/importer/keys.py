@@ -122,31 +122,31 @@ def _orders_versions(st: SourceTable, version: str) -> bool:
 
 
 def _repeating_key(st: SourceTable, ranked: list[SourceColumn]) -> KeyChoice:
-    """No column is unique: a history table, a fact table with a grain of several columns,
-    or a table whose key the language cannot express."""
+    """No column is unique: a history table (an id plus a version is unique), a fact table
+    (another set of columns is unique: its grain), or neither."""
     versions = [c.name for c in st.columns if is_version_column(c.name)]
     ids = [c for c in ranked if is_id_like(c.name) and c.non_null]
-    col = (ids or ranked)[0]
     grain = st.unique_sets[0] if st.unique_sets else ()
-    if versions and ids and grain:
-        # checked: the id plus a version column is unique, so each row is one version
-        version = next((v for v in grain if v in versions), "")
-        if version and col.name not in grain:
-            col = next((c for c in ids if c.name in grain), col)
-        if not version:
-            versions = []
-    if not versions:   # no history: the column closest to unique (a stats table's finest grain)
+    grain_ids = [c for c in ids if c.name in grain]
+    version = next((v for v in grain if v in versions), "")
+    # checked: the id plus a version column, and nothing else, is unique: each row is one version
+    checked = len(grain) == 2 and bool(version) and bool(grain_ids)
+    if checked:
+        col = grain_ids[0]
+    elif versions and ids and not grain:     # versions named, but no unique set to check them by
+        col = ids[0]
+    else:          # no history: the column closest to unique (a stats table's finest grain)
         col = max(ids or ranked, key=lambda c: c.distinct or 0)
     counts = (f"{st.rows} rows, {col.distinct} distinct values" if col.distinct is not None
               else f"{st.rows} rows")
-    if versions and ids:
-        checked = (f"(`{col.name}`, `{version}`) is unique in all {st.rows} rows" if grain
-                   else f"`{versions[0]}` marks the versions")
-        ordered = _orders_versions(st, version) if grain else False
+    if checked or (versions and ids and not grain):
+        evidence = (f"(`{col.name}`, `{version}`) is unique in all {st.rows} rows" if checked
+                    else f"`{versions[0]}` marks the versions")
+        ordered = checked and _orders_versions(st, version)
         current = (f"; `history by {version}`: the view holds each id's latest version, its history "
                    "view every version" if ordered else
                    f"; the view holds every version, so a join on `{col.name}` matches several rows: review")
-        return KeyChoice(col, f"history table: key `{col.name}` repeats ({counts}) and {checked}; "
+        return KeyChoice(col, f"history table: key `{col.name}` repeats ({counts}) and {evidence}; "
                               "one row per version" + current, history=True, version=version if ordered else "")
     nulls = "" if col.non_null in (None, st.rows) else f", null in {st.rows - col.non_null} rows"
     if grain:
