@@ -99,6 +99,11 @@ def _unprefixed(table: str, prefixes: tuple[str, ...]) -> str:
     return table
 
 
+def _views_of(entity: str, history: bool) -> list[str]:
+    """The views an entity's name gives: its own, and `<view>_history` for a history table."""
+    return [snake_case(entity)] + ([f"{snake_case(entity)}_history"] if history else [])
+
+
 def _name_entities(tables: list[SourceTable], prefixes: tuple[str, ...] = (),
                    histories: frozenset[str] = frozenset()) -> dict[str, str]:
     """Entity names, unique, whose views (snake_case) clash neither with each other nor a table.
@@ -115,9 +120,9 @@ def _name_entities(tables: list[SourceTable], prefixes: tuple[str, ...] = (),
             unprefixed = HISTORY_SUFFIX.sub("", last) or unprefixed
         base = entity_name(unprefixed)
         candidates = [base, base + "Entity"] + [f"{base}{n}" for n in range(2, len(tables) + 3)]
-        taken = lambda c: [snake_case(c)] + ([f"{snake_case(c)}_history"] if st.name in histories else [])  # noqa: E731
-        names[st.name] = next(c for c in candidates if views.free(*taken(c)))
-        for view in taken(names[st.name]):
+        history = st.name in histories
+        names[st.name] = next(c for c in candidates if views.free(*_views_of(c, history)))
+        for view in _views_of(names[st.name], history):
             views.take([view])
     return names
 
