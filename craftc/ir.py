@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 __all__ = [
     "Span", "Node",
-    "FieldType", "EntityField", "EntityRef", "EntityKey", "KEY_KINDS", "Entity", "Metric", "Schema",
+    "FieldType", "EntityField", "EntityRef", "EntityKey", "KEY_KINDS", "EntityHistory", "Entity", "Metric", "Schema",
     "Param", "CheckValue", "Expectation", "Turn", "Workflow", "CheckOp", "CHECK_OPS", "REFERENCE_KINDS",
     "Tool", "BlockFormat", "Teacher", "Judge", "ExecutionGate", "OutputGate",
     "JudgeGate", "Gates", "Reward", "ModelSpec", "LoraAdapter", "StageBase", "SFTStage", "GRPOStage", "Stage",
@@ -107,15 +107,43 @@ class EntityRef(Node):
     nullable: bool = False
 
 
+class EntityHistory(Node):
+    """A history table: one physical row per version of each key, ordered by ``version``.
+
+    The entity's view holds each key's latest version (so a ref to it matches one row);
+    ``view`` holds every version.
+    """
+
+    version: str                     # the field whose largest value marks a key's current row
+    view: str                        # the view with every version: `<entity view>_history`
+
+
 class Entity(Node):
     name: str
     doc: str = ""
     table: str                       # physical table, possibly schema-qualified
     view: str                        # logical view name the binding exposes (snake_case)
-    key: EntityKey
+    key: EntityKey | None = None     # None: the entity has a grain instead
     fields: tuple[EntityField, ...] = ()
     refs: tuple[EntityRef, ...] = ()
     deprecated: str | None = None
+    # A table no single column identifies (a daily report) declares its grain: the view
+    # columns (fields, `<ref>_id`) that together identify a row. Nothing may ref it.
+    grain: tuple[str, ...] = ()
+    history: EntityHistory | None = None
+
+    @property
+    def row_identity(self) -> tuple[str, ...]:
+        """The view columns that identify one row of the entity's view: its key, or its grain."""
+        return (self.key.name,) if self.key is not None else self.grain
+
+    # Plans of schemas that declare neither keep the bytes they had before grain and history
+    # existed: an absent key is None, an absent grain (), an absent history None.
+    @model_serializer(mode="wrap")
+    def _grain_and_history_only_when_declared(self, handler):
+        unset = [name for name, empty in (("key", None), ("grain", ()), ("history", None))
+                 if getattr(self, name) == empty]
+        return _without(handler(self), unset)
 
 
 class Metric(Node):

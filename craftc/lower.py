@@ -22,7 +22,7 @@ from craftc.diagnostics import DiagnosticSink, did_you_mean
 from craftc.result_checks import lower_check
 from craftc.ir import (
     BUILTIN_JUDGES, GATE_ORDER, JUDGE_KINDS, KEY_KINDS, STAGE_KINDS, STAGE_MODELS, TEACHER_KINDS, TOOL_KINDS,
-    BlockFormat, Entity, EntityField, EntityKey, EntityRef, EvalSpec, ExecutionGate,
+    BlockFormat, Entity, EntityField, EntityHistory, EntityKey, EntityRef, EvalSpec, ExecutionGate,
     Expectation, FieldType, Gates, Judge, JudgeGate, LoraAdapter, Metric, ModelSpec, OutputGate, Param,
     Recipe, Reward, ScalarKind, Schema, Span, StageBase, Teacher, Tool, Turn, Workflow,
 )
@@ -74,6 +74,8 @@ def _lower_entity(e: EntityDecl) -> Entity:
         k = e.keys[0]
         key = EntityKey(name=k.name, column=k.binding.column if k.binding else k.name,
                         type=k.type_name if k.type_name in KEY_KINDS else "int", span=k.span)
+    elif e.grains:
+        key = None
     else:
         key = EntityKey(name="id", column="id", span=e.span)
     fields = tuple(
@@ -92,8 +94,14 @@ def _lower_entity(e: EntityDecl) -> Entity:
                   doc=r.doc, nullable=r.nullable, span=r.span)
         for r in e.refs)
     table = e.tables[0][0] if e.tables else view
+    ref_names = {r.name for r in e.refs}
+    grain = tuple(f"{m}_id" if m in ref_names else m for m, _ in e.grains[0].members) \
+        if e.grains and not e.keys else ()
+    history = EntityHistory(version=e.histories[0].version, view=f"{view}_history",
+                            span=e.histories[0].span) if e.histories else None
     return Entity(name=e.name, doc="\n".join(e.docs), table=table, view=view, key=key,
-                  fields=fields, refs=refs, deprecated=e.deprecated, span=e.span)
+                  fields=fields, refs=refs, deprecated=e.deprecated, grain=grain, history=history,
+                  span=e.span)
 
 
 _PRECEDENCE = {"add": 1, "sub": 1, "mul": 2, "div": 2}

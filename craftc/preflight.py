@@ -21,6 +21,10 @@ Each failure is a diagnostic at the turn's line in the recipe:
 Before the references, the schema is measured on the same warehouse: each ref's
 containment, each enum's values, each key's uniqueness (E320, W321, W322, W323 at the
 spec's line; :func:`data_diagnostics`).
+
+A turn with checks and no solution has no reference: the preflight draws its params on
+the warehouse like any other (a param with no values is an error at its line) and sends
+nothing of it through the gates.
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ def preflight(load, recipe_path: Path, console: Console | None = None,
             instances = _instances(plan, plan_dir, warehouse)
             outcomes, skipped, candidates = _gate(plan, instances, warehouse)
         except StepError as err:
-            return [*found, _located_failure(load, str(err))]
+            return [*found, _located_failure(load, str(err), recipe_path)]
     return found + _diagnostics(load, instances, outcomes, skipped, candidates)
 
 
@@ -83,7 +87,7 @@ def data_diagnostics(schema, warehouse: Path, report: list[str] | None = None) -
         if f.severity == "ok":
             continue
         entity = entities[f.entity]
-        member = entity.key if f.kind == "key" else next(
+        member = (entity.key or entity) if f.kind == "key" else next(
             (m for m in (*entity.refs, *entity.fields) if m.name == f.member), entity)
         out.append(Diagnostic(f.code, f.severity, f.message, member.span or entity.span or schema.span, f.help))
     return out
@@ -94,7 +98,14 @@ _DUCKDB_ERROR = re.compile(r"(Binder|Catalog|Conversion|Parser) Error: (.*)")
 _QUOTED = re.compile(r'"([^"]+)"|`([^`]+)`')
 
 
-def _located_failure(load, message: str) -> Diagnostic:
+def _from_here(recipe_path: Path, path: str) -> str:
+    """A path the recipe names (relative to the recipe file) as the user's shell reaches it."""
+    if Path(path).is_absolute():
+        return path
+    return Path(os.path.relpath(recipe_path.parent / path)).as_posix()
+
+
+def _located_failure(load, message: str, recipe_path: Path = Path("recipe.craft")) -> Diagnostic:
     """The preflight could not get as far as the references: put the error at the line that
     holds the fix (the param, the entity of the schema whose table drifted) and name the
     command that shows more."""
@@ -112,20 +123,26 @@ def _located_failure(load, message: str) -> Diagnostic:
                         f"or list them (`param {p.name} one_of(...)`)" if no_values else
                         f"fix `param {p.name}` of `{w.name}`, then run `craftc check --preflight` again")
     duck = _DUCKDB_ERROR.search(message)
-    schema = recipe.schema
+    schema = recipe.schema_
     if duck and schema is not None:
         names = {a or b for a, b in _QUOTED.findall(duck.group(2))}
-        for e in schema.entities:
-            bound = {e.table, e.table.split(".")[-1], e.view, e.key.column} | {f.column for f in e.fields} \
-                | {r.column for r in e.refs}
-            if names & bound or e.view in message or f'"{e.table.split(".")[-1]}"' in message:
-                source = recipe.warehouse or "the warehouse"
-                return Diagnostic(
-                    "E315", "error", f"entity `{e.name}` no longer matches {source}: "
-                                     f"DuckDB {duck.group(1)} Error: {duck.group(2)[:200]}",
-                    e.span or recipe.span,
-                    f"run `craftc import {source} --check {schema.source}` to list what changed, then "
-                    "update the entity's bindings (or re-import the schema)")
+
+        def bound(e) -> set[str]:
+            return {e.table, e.table.split(".")[-1], e.view} | {f.column for f in e.fields} \
+                | {r.column for r in e.refs} | ({e.key.column} if e.key is not None else set())
+
+        # An entity binding a name the error quotes first; then one whose view or table it mentions.
+        named = [e for e in schema.entities if names & bound(e)] or [
+            e for e in schema.entities if e.view in message or f'"{e.table.split(".")[-1]}"' in message]
+        for e in named[:1]:
+            source = (f"${recipe.warehouse_env}" if recipe.warehouse_env else
+                      _from_here(recipe_path, recipe.warehouse) if recipe.warehouse else "WAREHOUSE")
+            return Diagnostic(
+                "E315", "error", f"entity `{e.name}` no longer matches {source}: "
+                                 f"DuckDB {duck.group(1)} Error: {duck.group(2)[:200]}",
+                e.span or recipe.span,
+                f"run `craftc import {source} --check {_from_here(recipe_path, schema.source)}` to list what "
+                "changed, then update the entity's bindings (or re-import the schema)")
     return Diagnostic("E315", "error", f"the preflight could not run the references: {first}",
                       recipe.span, "fix the problem above and run `craftc check --preflight` again")
 
@@ -179,10 +196,14 @@ def _gate(plan, instances: list[dict], warehouse: Path):
     from runtime.workflows import warmup_jobs
 
     recipe = plan.recipe
+    # A turn with checks and no solution has no reference to send through the gates: its
+    # params were drawn on the warehouse above, its checks typed by `craftc check`, and its
+    # candidates are judged when a teacher writes them.
+    solved = {(w.name, n) for w in recipe.workflows for n, t in enumerate(w.turns) if t.solution is not None}
     candidates = [{"candidate_id": f"{i['instance_id']}/t{n + 1}/reference", "instance_id": i["instance_id"],
                    "workflow": i["workflow"], "turn": n, "metadata": {},
                    "text": format_turn(THINK, turn["plan"], turn["code"], recipe.format)}
-                  for i in instances for n, turn in enumerate(i["turns"])]
+                  for i in instances for n, turn in enumerate(i["turns"]) if (i["workflow"], n) in solved]
     try:
         pool = SandboxPool(min(2, os.cpu_count() or 1), warehouse, sandbox_limits(recipe), API_FACTORY,
                            warmup=warmup_jobs(instances))

@@ -106,7 +106,7 @@ def _imported_workflows(spec_path: Path) -> list[_Workflow]:
                                          f"Count the different {first.name} keys"),
                                    params=(), uses=first.name, expects=("same_rows",),
                                    solution=_render("solutions/distinct_count.py.j2", entity=first.name,
-                                                    view=first.view, key=first.key.name)))
+                                                    view=first.view, key=first.row_identity[0])))
     return workflows
 
 

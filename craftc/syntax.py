@@ -16,7 +16,8 @@ from typing import Any, Literal
 from craftc.ir import Span
 
 __all__ = [
-    "Value", "Setting", "Block", "Binding", "FieldDecl", "KeyDecl", "RefDecl", "EntityDecl",
+    "Value", "Setting", "Block", "Binding", "FieldDecl", "KeyDecl", "GrainDecl", "HistoryDecl", "RefDecl",
+    "EntityDecl",
     "Expr", "MetricDecl", "SchemaDecl", "ParamDecl", "ExpectDecl", "TurnDecl",
     "WorkflowDecl", "ProfileDecl", "RecipeDecl", "SourceFile", "unquote", "parse_number", "parse_duration",
 ]
@@ -106,6 +107,23 @@ class KeyDecl:
 
 
 @dataclass(frozen=True)
+class GrainDecl:
+    """``grain date, campaign``: the members (fields or refs) that together identify a row."""
+
+    members: tuple[tuple[str, Span], ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class HistoryDecl:
+    """``history by modified_time``: one row per version of each key, ordered by that field."""
+
+    version: str
+    version_span: Span
+    span: Span
+
+
+@dataclass(frozen=True)
 class RefDecl:
     name: str
     name_span: Span
@@ -128,6 +146,8 @@ class EntityDecl:
     fields: tuple[FieldDecl, ...]
     deprecated: str | None
     span: Span
+    grains: tuple[GrainDecl, ...] = ()
+    histories: tuple[HistoryDecl, ...] = ()
 
 
 @dataclass(frozen=True)

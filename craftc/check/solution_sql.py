@@ -39,13 +39,17 @@ __all__ = ["Read", "solution_reads", "missing_reads", "frame_column_misses", "sc
 
 
 def schema_views(entities) -> dict[str, set[str]]:
-    """Logical view -> columns (key, fields, ``<ref>_id``) for IR entities or plan.json dicts."""
+    """Logical view -> columns (key, fields, ``<ref>_id``) for IR entities or plan.json dicts;
+    a history table's view of every version (``<view>_history``) has the same columns."""
     views = {}
     for e in entities:
-        get = (lambda obj, key: obj[key]) if isinstance(e, dict) else getattr
-        cols = {get(get(e, "key"), "name")} | {get(f, "name") for f in get(e, "fields")}
+        get = (lambda obj, key: obj.get(key)) if isinstance(e, dict) else getattr
+        key = get(e, "key")
+        cols = ({get(key, "name")} if key is not None else set()) | {get(f, "name") for f in get(e, "fields")}
         cols |= {f"{get(r, 'name')}_id" for r in get(e, "refs")}
         views[get(e, "view")] = cols
+        if get(e, "history") is not None:
+            views[get(get(e, "history"), "view")] = cols
     return views
 
 

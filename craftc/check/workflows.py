@@ -54,7 +54,7 @@ class _SchemaIndex:
         self.columns: dict[str, dict[str, Span | None]] = {}
         self.deprecated: dict[tuple[str, str], str] = {}
         for e in schema.entities:
-            cols: dict[str, Span | None] = {e.key.name: e.key.span}
+            cols: dict[str, Span | None] = {e.key.name: e.key.span} if e.key is not None else {}
             for f in e.fields:
                 cols[f.name] = f.span
                 if f.deprecated is not None:

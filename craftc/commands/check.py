@@ -43,6 +43,12 @@ def _preflight(recipe: str, load, quiet: bool) -> None:
     if not quiet:
         err(f"preflight: measuring the schema on the data and running every reference of `{recipe}` "
             "through the gates ...")
+        unsolved = [f"`{w.name}`" + (f" turn {n}" if len(w.turns) > 1 else "")
+                    for w in load.recipe.workflows for n, t in enumerate(w.turns, 1) if t.solution is None]
+        if unsolved:
+            err(f"preflight: {', '.join(unsolved)} {'has' if len(unsolved) == 1 else 'have'} checks and no "
+                "reference: params drawn on the warehouse, checks typed; nothing to send through the gates "
+                "until a teacher writes candidates")
     measured: list[str] = []
     found = preflight(load, Path(recipe), report=measured)
     if measured and not quiet:

@@ -157,17 +157,27 @@ def _entity_changes(name: str, old: dict, new: dict, before: _Usage, after: _Usa
     out = []
     if old.get("table") != new.get("table"):
         out.append(SchemaChange(address, "binding-only", f"table {_show(old.get('table'))} -> {_show(new.get('table'))}"))
-    if old["key"].get("column") != new["key"].get("column"):
+    old_key, new_key = old.get("key") or {}, new.get("key") or {}
+    if old_key and new_key and old_key.get("column") != new_key.get("column"):
         out.append(SchemaChange(f"{address}.key", "binding-only",
-                                f"column {_show(old['key'].get('column'))} -> {_show(new['key'].get('column'))}"))
-    if old["key"].get("type", "int") != new["key"].get("type", "int"):      # ids the agent compares and joins
+                                f"column {_show(old_key.get('column'))} -> {_show(new_key.get('column'))}"))
+    if old_key and new_key and old_key.get("type", "int") != new_key.get("type", "int"):  # ids compared and joined
         out.append(SchemaChange(f"{address}.key", "breaking",
-                                f"type {old['key'].get('type', 'int')} -> {new['key'].get('type', 'int')}",
+                                f"type {old_key.get('type', 'int')} -> {new_key.get('type', 'int')}",
                                 before.of_entity(name), "check the workflows' solutions compare its ids as "
                                 "the new type; retrain"))
-    if old["key"].get("name") != new["key"].get("name") or old.get("view") != new.get("view"):
+    if old_key.get("name") != new_key.get("name") or old.get("view") != new.get("view"):
         out.append(SchemaChange(address, "breaking", "key or view renamed", before.of_entity(name),
                                 "update the workflows that read it; retrain"))
+    if old.get("grain", []) != new.get("grain", []):
+        out.append(SchemaChange(address, "breaking", f"grain {_show(old.get('grain', []))} -> "
+                                f"{_show(new.get('grain', []))}", before.of_entity(name),
+                                "update the workflows that read it; retrain"))
+    if old.get("history") != new.get("history"):
+        # The entity's view now holds one row per key (or every version again): its rows change.
+        out.append(SchemaChange(address, "breaking", f"history {_show(old.get('history'))} -> "
+                                f"{_show(new.get('history'))}", before.of_entity(name),
+                                "the view's rows change: update the workflows that read it; retrain"))
     if old.get("deprecated") != new.get("deprecated"):
         note = f"deprecated: {new['deprecated']}" if new.get("deprecated") else "no longer deprecated"
         out.append(SchemaChange(address, "doc-only", note, before.of_entity(name)))

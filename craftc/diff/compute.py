@@ -8,10 +8,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from craftc.diff.classify import classify_schema, schema_verdict
-from craftc.diff.model import AttributeChange, FileChange, Impact, PlanDiff, ResourceChange
+from craftc.diff.model import ArmRetrain, AttributeChange, FileChange, Impact, PlanDiff, ResourceChange
 from craftc.diff.renames import plan_renames
 from craftc.diff.reruns import predict_reruns
 from craftc.diff.resources import RESOURCE_KINDS, plan_resources
+from runtime.layout import SFT_ARMS
 
 __all__ = ["diff_plans", "diff_resources", "diff_files", "schema_impacts"]
 
@@ -173,9 +174,20 @@ def diff_plans(before: dict, after: dict, before_files: Mapping[str, bytes], aft
     counts = {action: sum(1 for r in resources if r.action == action) for action in ("add", "change", "remove")}
     schema_changes = tuple(classify_schema(before, after, before_files, after_files))
     same = not resources and not files
+    reruns = () if same else predict_reruns(before, after)
     return PlanDiff(before=before_label, after=after_label, resources=tuple(resources),
                     files=tuple(files),
                     impacts=tuple(schema_impacts(resources, before, after)),
                     schema_changes=schema_changes, verdict=schema_verdict(schema_changes), counts=counts,
                     renames=tuple(plan_renames(before, after)),
-                    reruns=() if same else predict_reruns(before, after))
+                    reruns=reruns, arms=_arms(after, files, reruns))
+
+
+def _arms(after: dict, files: list[FileChange], reruns) -> tuple[ArmRetrain, ...]:
+    """The arms the new plan's sft step trains (the stuffed one only when eval compares against
+    it, as the step decides), and whether each one's prompt file changed."""
+    compared = after.get("recipe", {}).get("eval", {}).get("arms", ())
+    changed = {f.path for f in files}
+    sft = any(r.step == "sft" and r.rerun for r in reruns)
+    return tuple(ArmRetrain(arm, mode, f"prompts/system_{mode}.md", f"prompts/system_{mode}.md" in changed, sft)
+                 for arm, mode in SFT_ARMS.items() if arm != "stuffed" or "stuffed" in compared)

@@ -10,7 +10,8 @@ from craftc.diff.craft_lines import subject
 from craftc.diff.model import PlanDiff, SchemaChange, StepRerun
 from runtime.runner import UPSTREAM
 
-__all__ = ["verdict_line", "retrain_line", "rerun_rows", "cost_line", "impact_entries", "impact_header", "duration"]
+__all__ = ["verdict_line", "retrain_line", "arms_line", "rerun_rows", "cost_line", "impact_entries", "impact_header",
+           "duration"]
 
 TRAINING = ("sft", "grpo")
 _DEAREST_FIRST = ("breaking", "additive", "doc-only", "binding-only")
@@ -33,8 +34,32 @@ def _workflows_of(diff: PlanDiff, category: str) -> list[str]:
     return sorted({w for c in diff.schema_changes if c.category == category for w in c.workflows})
 
 
+def _trains(diff: PlanDiff) -> bool:
+    return any(r.rerun for r in diff.reruns if r.step in TRAINING)
+
+
+def _shown_the_change(diff: PlanDiff) -> list[str]:
+    """The trained arms whose own prompt changed (the stuffed arm's shows the schema's DDL)."""
+    return [a.arm for a in diff.arms if a.prompt_changed]
+
+
+def _retraining(diff: PlanDiff, unused: str) -> str:
+    """What a schema change that no workflow's data reads means for training, as the rerun
+    table has it: no retraining when sft and grpo are reused, else which arm's prompt changed."""
+    if not _trains(diff):
+        return f"no retraining needed{unused}"
+    shown = _shown_the_change(diff)
+    if shown:
+        whose = f"the {' and '.join(shown)} arm{'s' if len(shown) > 1 else ''}'{'' if len(shown) > 1 else 's'} prompt"
+        return f"{whose} shows the schema, so training reruns"
+    return "training reruns"
+
+
 def verdict_line(diff: PlanDiff) -> str:
-    """``Schema change: <class> (<what it means>)``, or "" when the schema did not change."""
+    """``Schema change: <class> (<what it means>)``, or "" when the schema did not change.
+
+    What it says of retraining is what the rerun table says (``retrain_line``, ``arms_line``).
+    """
     if not diff.verdict:
         return ""
     if diff.verdict == "breaking":
@@ -44,12 +69,30 @@ def verdict_line(diff: PlanDiff) -> str:
     elif diff.verdict == "additive":
         names = _workflows_of(diff, "additive")
         meaning = (f"distill new data for {_plural(len(names), 'workflow')}; existing data stays valid"
-                   if names else "no workflow uses the new parts yet; no retraining needed until one does")
+                   if names else f"no workflow uses the new parts yet; {_retraining(diff, ' until one does')}")
     elif diff.verdict == "doc-only":
-        meaning = "no retraining needed; the stuffed baseline's prompt changes"
+        meaning = f"docs only; {_retraining(diff, '')}" if _trains(diff) else \
+            "no retraining needed; the stuffed baseline's prompt changes"
     else:
-        meaning = "no retraining needed"
+        meaning = _retraining(diff, "")
     return f"Schema change: {diff.verdict} ({meaning})"
+
+
+def arms_line(diff: PlanDiff) -> str:
+    """``Arms: ...``: per trained arm, whether its prompt changed, when sft reruns; "" otherwise.
+
+    Every arm of the sft step trains again when it reruns; the line says which arms the change
+    itself reaches (the stuffed arm reads the schema in its prompt, the stripped arms do not).
+    """
+    if not diff.arms or not any(a.retrains for a in diff.arms):
+        return ""
+    parts = []
+    for a in diff.arms:
+        if a.prompt_changed:
+            parts.append(f"{a.arm} retrains on a changed prompt ({a.prompt})")
+        else:
+            parts.append(f"{a.arm} retrains on the rerun steps' output, its prompt unchanged ({a.prompt})")
+    return "Arms: " + "; ".join(parts)
 
 
 def _why(r: StepRerun) -> str:

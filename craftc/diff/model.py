@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 __all__ = ["Action", "AttributeChange", "ResourceChange", "FileChange", "Impact", "SchemaChange", "Rename",
-           "StepRerun", "RunCost", "PlanDiff"]
+           "StepRerun", "RunCost", "ArmRetrain", "PlanDiff"]
 
 Action = Literal["add", "change", "remove"]
 
@@ -107,6 +107,22 @@ class RunCost:
 
 
 @dataclass(frozen=True)
+class ArmRetrain:
+    """One arm the new plan's sft step trains, and what of the change reaches it.
+
+    The stuffed arm is shown the schema's DDL in its prompt; the stripped arms (craft, and
+    sft_only, craft before GRPO) are not. Every arm of the step trains again when sft reruns;
+    ``prompt_changed`` says whether the arm's own prompt is part of why.
+    """
+
+    arm: str                               # craft | stuffed
+    mode: str                              # stripped | stuffed: the prompt it trains on
+    prompt: str                            # the plan file of that prompt: prompts/system_<mode>.md
+    prompt_changed: bool
+    retrains: bool                         # the sft step reruns
+
+
+@dataclass(frozen=True)
 class PlanDiff:
     """Everything that differs between plan ``before`` and plan ``after``."""
 
@@ -121,6 +137,7 @@ class PlanDiff:
     renames: tuple[Rename, ...] = ()
     reruns: tuple[StepRerun, ...] = ()
     cost: RunCost | None = None
+    arms: tuple[ArmRetrain, ...] = ()
 
     @property
     def same(self) -> bool:

@@ -24,7 +24,7 @@ import json
 
 from craftc.diff.craft_lines import object_blocks, subject
 from craftc.diff.decision import (
-    cost_line, impact_entries, impact_header, rerun_rows, retrain_line, verdict_line,
+    arms_line, cost_line, impact_entries, impact_header, rerun_rows, retrain_line, verdict_line,
 )
 from craftc.diff.model import FileChange, PlanDiff
 from craftc.diff.render_full import file_lines, impact_reach_lines, resource_lines, used_actions
@@ -50,7 +50,8 @@ def plan_line(diff: PlanDiff) -> str:
 
 
 def _verdict_lines(diff: PlanDiff) -> list[str]:
-    return [verdict_line(diff) or "Schema change: none", *filter(None, [retrain_line(diff)]), plan_line(diff)]
+    return [verdict_line(diff) or "Schema change: none", *filter(None, [retrain_line(diff), arms_line(diff)]),
+            plan_line(diff)]
 
 
 def _rerun_lines(diff: PlanDiff) -> list[str]:
@@ -247,6 +248,7 @@ def render_json(diff: PlanDiff) -> str:
     data["plan"] = plan_line(diff)
     data["verdict_line"] = verdict_line(diff)
     data["retrain_line"] = retrain_line(diff)
+    data["arms_line"] = arms_line(diff)
     data["retrain"] = any(r.rerun for r in diff.reruns if r.step in ("sft", "grpo"))
     data["cost_line"] = cost_line(diff) if diff.reruns else ""
     return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"

@@ -5,7 +5,9 @@ bytes for the same schema):
 
 - :func:`binding_sql` -- one ``CREATE OR REPLACE VIEW`` per entity mapping physical
   columns (scaled where the spec says so) onto logical field names, plus comments
-  carrying the docs. The world step runs it inside the warehouse.
+  carrying the docs. The world step runs it inside the warehouse. An entity with a
+  ``history`` gets two views: ``<view>_history`` with every version, and its own view
+  with each key's latest version, so a join on its key matches one row.
 - :func:`logical_ddl` -- the logical schema as commented ``CREATE TABLE`` DDL: what a
   schema-stuffed prompt shows the model.
 
@@ -24,7 +26,8 @@ from __future__ import annotations
 
 from craftc.ir import Entity, EntityField, Schema
 
-__all__ = ["binding_sql", "logical_ddl", "logical_type", "key_sql_type", "view_columns", "scaled_column_sql", "quote_ident", "quote_table"]
+__all__ = ["binding_sql", "logical_ddl", "logical_type", "key_sql_type", "view_columns", "scaled_column_sql", "quote_ident",
+           "quote_table", "history_doc"]
 
 _SQL_TYPES = {
     "int": "BIGINT", "float": "DOUBLE", "money": "DOUBLE", "string": "VARCHAR", "bool": "BOOLEAN",
@@ -65,9 +68,10 @@ def scaled_column_sql(column: str, scale: float | None) -> str:
 def view_columns(entity: Entity) -> list[tuple[str, str]]:
     """``(logical name, physical expression)`` for every column of an entity's view.
 
-    Order is the key, then refs (as ``<ref>_id``), then fields, each in spec order.
+    Order is the key (none for an entity with a grain), then refs (as ``<ref>_id``), then
+    fields, each in spec order.
     """
-    columns = [(entity.key.name, quote_ident(entity.key.column))]
+    columns = [(entity.key.name, quote_ident(entity.key.column))] if entity.key is not None else []
     columns += [(f"{ref.name}_id", quote_ident(ref.column)) for ref in entity.refs]
     columns += [(field.name, scaled_column_sql(field.column, field.scale)) for field in entity.fields]
     return columns
@@ -80,6 +84,11 @@ def _physical_schemas(schema: Schema) -> list[str]:
 def _check_names(schema: Schema) -> None:
     tables = {e.table.lower() for e in schema.entities}
     for entity in schema.entities:
+        if entity.history is not None and entity.history.view.lower() in tables:
+            raise ValueError(
+                f"entity `{entity.name}`: its history view `{entity.history.view}` has the same name as a "
+                f"physical table; put the table in a schema, e.g. `table \"raw.{entity.history.view}\"`"
+            )
         if entity.view.lower() in tables:
             raise ValueError(
                 f"entity `{entity.name}`: its view `{entity.view}` has the same name as a physical table; "
@@ -95,19 +104,55 @@ def binding_sql(schema: Schema) -> str:
     lines += [f"CREATE SCHEMA IF NOT EXISTS {quote_ident(name)};" for name in _physical_schemas(schema)]
     for entity in schema.entities:
         lines.append("")
-        lines.append(f"CREATE OR REPLACE VIEW {quote_ident(entity.view)} AS")
-        columns = view_columns(entity)
-        select = [f"  {expr} AS {quote_ident(name)}" for name, expr in columns]
-        lines.append("SELECT\n" + ",\n".join(select))
-        lines.append(f"FROM {quote_table(entity.table)};")
+        select = [f"  {expr} AS {quote_ident(name)}" for name, expr in view_columns(entity)]
+        if entity.history is None:
+            lines.append(f"CREATE OR REPLACE VIEW {quote_ident(entity.view)} AS")
+            lines.append("SELECT\n" + ",\n".join(select))
+            lines.append(f"FROM {quote_table(entity.table)};")
+        else:
+            lines += _history_views(entity, select)
         lines.append(f"COMMENT ON VIEW {quote_ident(entity.view)} IS {_quote_text(entity.doc)};")
         for name, doc in _column_docs(entity):
             lines.append(f"COMMENT ON COLUMN {quote_ident(entity.view)}.{quote_ident(name)} IS {_quote_text(doc)};")
+        if entity.history is not None:
+            history = quote_ident(entity.history.view)
+            lines.append(f"COMMENT ON VIEW {history} IS {_quote_text(history_doc(entity))};")
+            for name, doc in _column_docs(entity, every_version=True):
+                lines.append(f"COMMENT ON COLUMN {history}.{quote_ident(name)} IS {_quote_text(doc)};")
     return "\n".join(lines) + "\n"
 
 
-def _column_docs(entity: Entity) -> list[tuple[str, str]]:
-    docs = [(entity.key.name, f"unique id of the {entity.view.replace('_', ' ')}")]
+def _history_views(entity: Entity, select: list[str]) -> list[str]:
+    """Every version under ``<view>_history``; the entity's view keeps each key's latest.
+
+    Ties on the version are broken by every other column, so the same rows always give
+    the same current row.
+    """
+    history = quote_ident(entity.history.view)
+    order = [f"{quote_ident(entity.history.version)} DESC NULLS LAST"]
+    order += [f"{quote_ident(name)} NULLS LAST" for name, _ in view_columns(entity)
+              if name not in (entity.key.name, entity.history.version)]
+    return [f"CREATE OR REPLACE VIEW {history} AS", "SELECT\n" + ",\n".join(select),
+            f"FROM {quote_table(entity.table)};",
+            f"CREATE OR REPLACE VIEW {quote_ident(entity.view)} AS",
+            f"SELECT * FROM {history}",
+            f"QUALIFY row_number() OVER (PARTITION BY {quote_ident(entity.key.name)} "
+            f"ORDER BY {', '.join(order)}) = 1;"]
+
+
+def history_doc(entity: Entity) -> str:
+    """The doc of an entity's history view: what one row is, then the entity's own doc."""
+    head = (f"Every version of each {entity.view.replace('_', ' ')}: one row per "
+            f"({entity.key.name}, {entity.history.version}); {entity.view} holds the latest.")
+    return f"{head} {entity.doc}".strip()
+
+
+def _column_docs(entity: Entity, every_version: bool = False) -> list[tuple[str, str]]:
+    docs = []
+    if entity.key is not None:
+        what = entity.view.replace('_', ' ')
+        docs.append((entity.key.name, f"id of the {what}, once per version" if every_version
+                     else f"unique id of the {what}"))
     docs += [(f"{ref.name}_id", ref.doc or f"the {ref.target}") for ref in entity.refs]
     docs += [(field.name, _field_doc(field)) for field in entity.fields]
     return docs
@@ -145,16 +190,24 @@ def logical_ddl(schema: Schema) -> str:
     for entity in schema.entities:
         out.append("")
         out.append(f"-- {entity.doc}" if entity.doc else f"-- {entity.name}")
-        rows = [(f"{entity.key.name} {key_sql_type(entity)} PRIMARY KEY", "unique id")]
+        if entity.history is not None:
+            out.append(f"-- One row per {entity.key.name}: its latest version by {entity.history.version}; "
+                       f"{entity.history.view} has the same columns with every version, one row per "
+                       f"({entity.key.name}, {entity.history.version}).")
+        rows = [(f"{entity.key.name} {key_sql_type(entity)} PRIMARY KEY", "unique id")] if entity.key is not None else []
         for ref in entity.refs:
             target = views.get(ref.target)
-            target_sql = f"{target.view}({target.key.name})" if target else ref.target
+            target_sql = f"{target.view}({target.key.name})" if target and target.key else ref.target
             null = "" if ref.nullable else " NOT NULL"
-            id_type = key_sql_type(target) if target else "BIGINT"
+            id_type = key_sql_type(target) if target and target.key else "BIGINT"
             rows.append((f"{ref.name}_id {id_type}{null} REFERENCES {target_sql}", ref.doc))
         for field in entity.fields:
             null = "" if field.nullable else " NOT NULL"
             rows.append((f"{field.name} {_SQL_TYPES[field.type.kind]}{null}", _field_doc(field)))
+        if entity.grain:
+            # A table no column identifies alone: its grain is the key, never a repeating column.
+            rows.append((f"PRIMARY KEY ({', '.join(entity.grain)})",
+                         f"one row per {', '.join(entity.grain)}"))
         out.append(f"CREATE TABLE {entity.view} (")
         for index, (column, doc) in enumerate(rows):
             comma = "," if index < len(rows) - 1 else ""

@@ -49,10 +49,10 @@ class Drift:
 def _spec_columns(schema: Schema) -> dict[str, dict[str, str]]:
     """Physical table -> physical column -> language kind, as the spec declares them."""
     tables: dict[str, dict[str, str]] = {}
-    key_types = {e.name: e.key.type for e in schema.entities}
+    key_types = {e.name: e.key.type for e in schema.entities if e.key is not None}
     for e in schema.entities:
         # A key and the refs to it hold ids of the type the key declares (`key id string`).
-        cols = {e.key.column: e.key.type}
+        cols = {e.key.column: e.key.type} if e.key is not None else {}
         cols.update({r.column: key_types.get(r.target, "id") for r in e.refs})
         cols.update({f.column: f.type.kind for f in e.fields})
         tables[e.table] = cols

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from craftc.importer.conventions import entity_words, id_base, is_id_like, type_kind
+from craftc.importer.conventions import HISTORY_SUFFIX, entity_words, id_base, is_id_like, type_kind
 from craftc.importer.keys import choose_key
 from craftc.importer.model import SourceColumn, SourceTable
 from craftc.importer.names import NameAllocator, camel_words, identifier, is_name
@@ -74,11 +74,13 @@ class InferredEntity:
     name: str
     table: str
     doc: str
-    key: InferredField
+    key: InferredField | None    # None: a fact table with a grain
     key_guess: str = ""
     fields: list[InferredField] = field(default_factory=list)
     refs: list[InferredRef] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)   # entity-level `# guessed:` lines
+    grain: list[str] = field(default_factory=list)   # member names (fields, refs) of `grain`
+    history_version: str = ""    # the field of `history by`, for a history table
 
 
 def entity_name(table: str) -> str:
@@ -97,15 +99,31 @@ def _unprefixed(table: str, prefixes: tuple[str, ...]) -> str:
     return table
 
 
-def _name_entities(tables: list[SourceTable], prefixes: tuple[str, ...] = ()) -> dict[str, str]:
-    """Entity names, unique, whose views (snake_case) clash neither with each other nor a table."""
+def _views_of(entity: str, history: bool) -> list[str]:
+    """The views an entity's name gives: its own, and `<view>_history` for a history table."""
+    return [snake_case(entity)] + ([f"{snake_case(entity)}_history"] if history else [])
+
+
+def _name_entities(tables: list[SourceTable], prefixes: tuple[str, ...] = (),
+                   histories: frozenset[str] = frozenset()) -> dict[str, str]:
+    """Entity names, unique, whose views (snake_case) clash neither with each other nor a table.
+
+    A history table's entity is named after what it versions (`pw_campaign_history` ->
+    `Campaign`): its view holds the current campaigns, and `campaign_history` every version.
+    """
     views = NameAllocator({t.name for t in tables})
     names: dict[str, str] = {}
     for st in sorted(tables, key=lambda t: t.name):
-        base = entity_name(_unprefixed(st.name, prefixes))
+        unprefixed = _unprefixed(st.name, prefixes)
+        if st.name in histories:
+            last = "_".join(camel_words(unprefixed.split(".")[-1]))
+            unprefixed = HISTORY_SUFFIX.sub("", last) or unprefixed
+        base = entity_name(unprefixed)
         candidates = [base, base + "Entity"] + [f"{base}{n}" for n in range(2, len(tables) + 3)]
-        names[st.name] = next(c for c in candidates if views.free(snake_case(c)))
-        views.take([snake_case(names[st.name])])
+        history = st.name in histories
+        names[st.name] = next(c for c in candidates if views.free(*_views_of(c, history)))
+        for view in _views_of(names[st.name], history):
+            views.take([view])
     return names
 
 
@@ -231,8 +249,8 @@ def _columns_naming_others(st: SourceTable, index: TableIndex) -> set[str]:
 def infer_entities(tables: list[SourceTable]) -> list[InferredEntity]:
     """Entities with keys, fields and refs; deterministic for the same tables."""
     index = TableIndex(tables)
-    names = _name_entities(tables, index.prefixes)
     keys = {st.name: choose_key(st, _columns_naming_others(st, index)) for st in tables}
+    names = _name_entities(tables, index.prefixes, frozenset(t for t, k in keys.items() if k.version))
     index.keys = {t: k.column for t, k in keys.items()}
     index.unique_keys = {t for t, k in keys.items() if not (k.history or k.repeats)}
     index.untargetable = {t for t, k in keys.items() if k.repeats}
@@ -248,13 +266,15 @@ def infer_entities(tables: list[SourceTable]) -> list[InferredEntity]:
 
 def _entity(st: SourceTable, choice, index: TableIndex, names: dict[str, str],
             by_column: dict[str, list[tuple[str, SourceColumn]]] | None = None) -> InferredEntity:
-    key_col = choice.column
+    key_col = None if choice.grain else choice.column     # a fact table: its grain, no key
     members = NameAllocator()
-    own_id = any(identifier(c.name) == "id" for c in st.columns if c is not key_col)
-    key_name = members.take([identifier(key_col.name)] if own_id else ["id", identifier(key_col.name)])
-    # Text ids (`cus_0001`, UUIDs) make a `string` key: the prompt's DDL types them as the warehouse does.
-    key_kind = "string" if key_col.type_known and type_kind(key_col.type) in ("string", "id") else "int"
-    key = InferredField(name=key_name, kind=key_kind, column=key_col.name)
+    key = None
+    if key_col is not None:
+        own_id = any(identifier(c.name) == "id" for c in st.columns if c is not key_col)
+        key_name = members.take([identifier(key_col.name)] if own_id else ["id", identifier(key_col.name)])
+        # Text ids (`cus_0001`, UUIDs) make a `string` key: the prompt's DDL types them as the warehouse does.
+        key_kind = "string" if key_col.type_known and type_kind(key_col.type) in ("string", "id") else "int"
+        key = InferredField(name=key_name, kind=key_kind, column=key_col.name)
     entity = InferredEntity(name=names[st.name], table=st.name, doc=st.comment, key=key, key_guess=choice.guess)
     if not all(c.type_known for c in st.columns):
         entity.notes.append("types from column names: the source gives none (import a warehouse with "
@@ -281,7 +301,19 @@ def _entity(st: SourceTable, choice, index: TableIndex, names: dict[str, str],
             f.name = members.take([f.preferred, identifier(f.column)])
     entity.fields = fields
     _document_parallel_refs(entity)
+    _grain_and_history(entity, choice)
     return entity
+
+
+def _grain_and_history(entity: InferredEntity, choice) -> None:
+    """The members of a measured grain (never null: measured so) and the field of `history by`."""
+    by_column = {r.column: r for r in entity.refs} | {f.column: f for f in entity.fields}
+    for column in choice.grain:
+        member = by_column[column]
+        member.nullable = False
+        entity.grain.append(member.name)
+    if choice.version:
+        entity.history_version = next(f.name for f in entity.fields if f.column == choice.version)
 
 
 def _ref(col: SourceColumn, found, names: dict[str, str], members: NameAllocator) -> InferredRef:

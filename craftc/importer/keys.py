@@ -12,9 +12,13 @@ Rules, in order (docs/cli.md has the same list):
 3. With data but no unique column, the table is a **history table** when an id-like
    column repeats and a version column (`valid_from`, `valid_to`, `updated_at`,
    `_fivetran_synced`, `dbt_valid_from`, ...) marks the versions: the key is the
-   best-named id (one entity, one row per version). Otherwise the key is the id-like
-   column with the most distinct values (a stats table's finest grain), the comment
-   says it repeats, and no other table may ref it.
+   best-named id, and when the id plus an ordered version column (a time, a date or a
+   number that starts a version) is unique, the spec says `history by` that column (the
+   entity's view holds each id's latest version). Otherwise, when a set of id and date
+   columns is unique (a daily report: one row per date and campaign), that set is the
+   table's **grain** and the spec says `grain ...` instead of a key; nothing may ref it.
+   With no unique set at all, the key is the id-like column with the most distinct
+   values, and the comment says it repeats.
 4. Without data (DDL, YAML, an empty table), the same name preference picks the key.
 
 Every choice not declared by the source carries its evidence in a `# guessed:` line.
@@ -22,6 +26,7 @@ Every choice not declared by the source carries its evidence in a `# guessed:` l
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from craftc.importer.conventions import (
@@ -38,6 +43,13 @@ class KeyChoice:
     guess: str = ""          # empty: declared by the source
     history: bool = False    # the key repeats, one row per version
     repeats: bool = False    # the key repeats and is no history id: nothing may ref it
+    version: str = ""        # history: the ordered column (id, version) is unique over, for `history by`
+    grain: tuple[str, ...] = ()   # a fact table's columns that together are unique: `grain`, no key
+
+
+# A version column that ends a version (`valid_to`) is null on the current row: it cannot pick it.
+_ENDS_A_VERSION = re.compile(r"(valid_to|valid_until|effective_to|end_date|_fivetran_end)$")
+_ORDERED_KINDS = ("timestamp", "date", "int", "float")
 
 
 def _named_after_table(col: SourceColumn, table: str) -> bool:
@@ -102,34 +114,45 @@ def choose_key(st: SourceTable, names_other: set[str]) -> KeyChoice:
     return KeyChoice(col, guess)
 
 
+def _orders_versions(st: SourceTable, version: str) -> bool:
+    """Whether the largest value of ``version`` is an id's current row: an ordered type, and
+    not a column that ends a version (null, or far in the future, on the current row)."""
+    col = next((c for c in st.columns if c.name == version), None)
+    return col is not None and type_kind(col.type) in _ORDERED_KINDS and not _ENDS_A_VERSION.search(version.lower())
+
+
 def _repeating_key(st: SourceTable, ranked: list[SourceColumn]) -> KeyChoice:
-    """No column is unique: a history table, a fact table with a grain of several columns,
-    or a table whose key the language cannot express."""
+    """No column is unique: a history table (an id plus a version is unique), a fact table
+    (another set of columns is unique: its grain), or neither."""
     versions = [c.name for c in st.columns if is_version_column(c.name)]
     ids = [c for c in ranked if is_id_like(c.name) and c.non_null]
-    col = (ids or ranked)[0]
     grain = st.unique_sets[0] if st.unique_sets else ()
-    if versions and ids and grain:
-        # checked: the id plus a version column is unique, so each row is one version
-        version = next((v for v in grain if v in versions), "")
-        if version and col.name not in grain:
-            col = next((c for c in ids if c.name in grain), col)
-        if not version:
-            versions = []
-    if not versions:   # no history: the column closest to unique (a stats table's finest grain)
+    grain_ids = [c for c in ids if c.name in grain]
+    version = next((v for v in grain if v in versions), "")
+    # checked: the id plus a version column, and nothing else, is unique: each row is one version
+    checked = len(grain) == 2 and bool(version) and bool(grain_ids)
+    if checked:
+        col = grain_ids[0]
+    elif versions and ids and not grain:     # versions named, but no unique set to check them by
+        col = ids[0]
+    else:          # no history: the column closest to unique (a stats table's finest grain)
         col = max(ids or ranked, key=lambda c: c.distinct or 0)
     counts = (f"{st.rows} rows, {col.distinct} distinct values" if col.distinct is not None
               else f"{st.rows} rows")
-    if versions and ids:
-        checked = (f"(`{col.name}`, `{version}`) is unique in all {st.rows} rows" if grain
-                   else f"`{versions[0]}` marks the versions")
-        return KeyChoice(col, f"history table: key `{col.name}` repeats ({counts}) and {checked}; "
-                              "one row per version", history=True)
+    if checked or (versions and ids and not grain):
+        evidence = (f"(`{col.name}`, `{version}`) is unique in all {st.rows} rows" if checked
+                    else f"`{versions[0]}` marks the versions")
+        ordered = checked and _orders_versions(st, version)
+        current = (f"; `history by {version}`: the view holds each id's latest version, its history "
+                   "view every version" if ordered else
+                   f"; the view holds every version, so a join on `{col.name}` matches several rows: review")
+        return KeyChoice(col, f"history table: key `{col.name}` repeats ({counts}) and {evidence}; "
+                              "one row per version" + current, history=True, version=version if ordered else "")
     nulls = "" if col.non_null in (None, st.rows) else f", null in {st.rows - col.non_null} rows"
     if grain:
         listed = ", ".join(grain)
         return KeyChoice(col, f"fact table: one row per ({listed}), unique and never null in all {st.rows} "
-                              f"rows; no single column is unique, and `key` below repeats ({counts}{nulls}): "
-                              f"joins on it multiply rows, and nothing may ref it", repeats=True)
+                              f"rows; no single column is unique (`{col.name}` repeats: {counts}{nulls}), so "
+                              "the grain identifies a row and nothing may ref it", repeats=True, grain=grain)
     return KeyChoice(col, f"no column is unique and never null: key `{col.name}` repeats "
                           f"({counts}{nulls}); review, the table may need a key column", repeats=True)

@@ -50,8 +50,13 @@ def _entity(e: InferredEntity) -> list[str]:
     lines += [f"    # guessed: {_comment(note)}" for note in e.notes]
     if e.key_guess:
         lines.append(f"    # guessed: {_comment(e.key_guess)}")
-    typed = " string" if e.key.kind == "string" else ""
-    lines.append(f"    key {e.key.name}{typed} -> column {_quote(e.key.column)}")
+    if e.key is not None:
+        typed = " string" if e.key.kind == "string" else ""
+        lines.append(f"    key {e.key.name}{typed} -> column {_quote(e.key.column)}")
+    if e.grain:
+        lines.append(f"    grain {', '.join(e.grain)}")
+    if e.history_version:
+        lines.append(f"    history by {e.history_version}")
     for r in e.refs:
         lines += [f"    # guessed: {_comment(c)}" for c in r.comments]
         doc = f" {_quote(r.doc)}" if r.doc else ""

@@ -60,9 +60,15 @@ class Discovery:
 
 
 def entity_fields(schema: Schema) -> dict[str, frozenset[str]]:
-    """Each logical view's fields as ``api.describe`` lists them (key, ``<ref>_id``, fields)."""
-    return {e.view: frozenset({e.key.name, *(f"{r.name}_id" for r in e.refs), *(f.name for f in e.fields)})
-            for e in schema.entities}
+    """Each logical view's fields as ``api.describe`` lists them (key, ``<ref>_id``, fields); a
+    history table's view of every version has the same fields."""
+    out = {}
+    for e in schema.entities:
+        key = (e.key.name,) if e.key is not None else ()
+        out[e.view] = frozenset({*key, *(f"{r.name}_id" for r in e.refs), *(f.name for f in e.fields)})
+        if e.history is not None:
+            out[e.history.view] = out[e.view]
+    return out
 
 
 def describe_call(view: str) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -29,7 +30,7 @@ from runtime.layout import (ACCEPTED, API_FACTORY, CANDIDATES, CORPUS, DATASET_D
 from runtime.step_context import StepContext, StepError, StepResult
 
 __all__ = ["run_distill", "run_gate", "run_dataset", "gated_recipe", "input_builder", "instances_per_workflow",
-           "run_instances"]
+           "run_instances", "with_its_workflow"]
 
 GATE_CHUNK = 64
 
@@ -146,7 +147,7 @@ def run_distill(ctx: StepContext) -> StepResult:
                      if turn.solution is not None}
         instances, split_of = run_instances(recipe, con, ctx.seed, solution_sources=solutions)
     except (InstanceError, SolutionError) as err:
-        raise StepError(str(err)) from None
+        raise StepError(with_its_workflow(recipe, str(err))) from None
     finally:
         con.close()
     records = [{**i.to_dict(), "split": split_of[i.instance_id],
@@ -329,6 +330,26 @@ def _with_feedback(ctx: StepContext, teacher, requests, candidates, keys, record
 
 
 # ---------------------------------------------------------------- gate
+
+
+def with_its_workflow(recipe, message: str) -> str:
+    """An instance error names a param (`param `tz`: `Advertiser.timezone` has no non-null
+    values ...`): say which workflow declares it, and the command that shows its recipe line
+    (plan.json keeps no source lines).
+
+    >>> from types import SimpleNamespace as NS
+    >>> recipe = NS(workflows=[NS(name="by_tz", params=[NS(name="tz", entity="Advertiser", field="timezone")])])
+    >>> with_its_workflow(recipe, "param `tz`: `Advertiser.timezone` has no non-null values in the warehouse")
+    'workflow `by_tz`: param `tz`: `Advertiser.timezone` has no non-null values in the warehouse; `craftc check --preflight RECIPE` shows the param at its line'
+    """
+    found = re.match(r"param `(\w+)`: `(\w+)\.(\w+)`", message)
+    if found is None:
+        return message
+    owners = [w.name for w in recipe.workflows for p in w.params
+              if (p.name, p.entity, p.field) == found.groups()]
+    if not owners:
+        return message
+    return f"workflow `{owners[0]}`: {message}; `craftc check --preflight RECIPE` shows the param at its line"
 
 
 def gate_candidates(recipe, instances: list[dict], candidates: list[dict], pool, console=None,

@@ -92,7 +92,11 @@ class SchemaVocabulary:
         for entity in schema.entities:
             words = split_camel(entity.name)
             vocab.entity_phrases[entity.name] = (words, words + "s", words + "es")
-            logical.update({entity.view.lower(), entity.key.name.lower()})
+            logical.add(entity.view.lower())
+            if entity.key is not None:
+                logical.add(entity.key.name.lower())
+            if entity.history is not None:
+                logical.add(entity.history.view.lower())
             logical.update(f.name.lower() for f in entity.fields)
             logical.update(r.name.lower() for r in entity.refs)
         for entity in schema.entities:
@@ -101,7 +105,8 @@ class SchemaVocabulary:
             # "clicks" in a plan may mean the entity or a daily_stat column of that name:
             # either counts as reading it.
             words = split_camel(entity.name).replace(" ", "_")
-            vocab.entity_names[entity.name] = (entity.view.lower(), *refs, words, words + "s")
+            history = (entity.history.view.lower(),) if entity.history is not None else ()
+            vocab.entity_names[entity.name] = (entity.view.lower(), *history, *refs, words, words + "s")
         for metric in schema.metrics:
             phrases = {metric.name.lower(), split_camel(metric.name)}
             if metric.doc:
@@ -121,7 +126,8 @@ class SchemaVocabulary:
             for name in {table, table.rsplit(".", 1)[-1]}:
                 if name not in logical and name not in business:
                     physical.add(name)
-            columns = [entity.key.column] + [f.column for f in entity.fields] + [r.column for r in entity.refs]
+            key = [entity.key.column] if entity.key is not None else []
+            columns = key + [f.column for f in entity.fields] + [r.column for r in entity.refs]
             physical.update(c.lower() for c in columns if c.lower() not in logical)
         vocab.physical = tuple(sorted(physical))
         vocab.logical = frozenset(logical)

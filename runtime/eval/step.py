@@ -29,6 +29,7 @@ from pathlib import Path
 
 from runtime.agent import AgentTask, HFGenerator, TurnWording, run_episodes
 from runtime.eval.failures import ReferenceCatalog, classify_episode, failure_summary
+from runtime.eval.coverage import not_evaluated
 from runtime.eval.metrics import per_workflow, summarise
 from runtime.eval.progress import ArmProgress
 from runtime.eval.scoring import score_episode
@@ -314,6 +315,9 @@ def run_eval(ctx):
               "prompts": builder["eval_arms"], "stuffed_training": "sft step, the same stage settings on dataset/stuffed"}
     if limited is not None:
         report["limit"] = limited
+    # Workflows with no scored turn, and why: report.md names them.
+    report["not_evaluated"] = not_evaluated([w.name for w in recipe.workflows], held_out, tasks, excluded, split,
+                                            recipe.eval.limit if limited is not None else None)
     if earlier_turns != "full":         # what follow-up calls saw of earlier turns, and so paid for
         report["earlier_turns"] = earlier_turns
     if recipe.eval.copy_bias:           # how every arm decoded

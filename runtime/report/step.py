@@ -11,7 +11,8 @@ from runtime.agent import Episode
 from runtime.agent.history import what_is_kept
 from runtime.eval.metrics import instance_values, repair_counts
 from runtime.eval.stats import paired_difference, paired_ratio
-from runtime.layout import GRPO_SUMMARY
+from runtime.eval.coverage import without_training_data
+from runtime.layout import FUNNEL_JSON, GRPO_SUMMARY
 from runtime.report.table import COST_METRICS, build_table, markdown_table
 from runtime.report.comparison import (difference_text, markdown_differences, markdown_replicates, paired_differences,
                                        replicate_results)
@@ -104,6 +105,11 @@ def build_report(eval_json: dict, run_dir: Path | None = None, replicates: int =
             report["replicates"] = replicate_results(found)
     if eval_json.get("limit"):          # eval { limit N }: a sample of the held-out instances
         report["limit"] = eval_json["limit"]
+    if eval_json.get("not_evaluated"):  # workflows with no scored turn, and why
+        report["not_evaluated"] = eval_json["not_evaluated"]
+    lost = without_training_data(_gate_losses(run_dir)) if run_dir else {}
+    if lost:                            # workflows the gate left with no accepted trajectory
+        report["no_training_data"] = lost
     if eval_json.get("earlier_turns"):  # earlier_turns compact|thinks: what follow-up calls saw, in every arm
         report["earlier_turns"] = eval_json["earlier_turns"]
     if eval_json.get("copy_bias"):      # eval { copy_bias B }: how every arm decoded
@@ -132,6 +138,31 @@ def build_report(eval_json: dict, run_dir: Path | None = None, replicates: int =
     report["read_with_care"] = [w for w in (nothing_passed(tables["all"]), undertrained_baseline(training, tables["all"]))
                                 if w] if "all" in tables else []
     return report
+
+
+def _gate_losses(run_dir: Path) -> list[dict]:
+    """The gate step's losses (``gate/funnel.json``); none when the file is absent or unreadable."""
+    try:
+        return json.loads(FUNNEL_JSON.under(run_dir).read_text()).get("losses", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+def coverage_lines(report: dict) -> list[str]:
+    """What the figures do not cover: workflows not evaluated, workflows with no training data.
+
+    >>> coverage_lines({"not_evaluated": {"w": "no test instance"}, "no_training_data": {"v": "0 of 4 accepted"}})
+    ['**Not evaluated** (1 workflow): `w`: no test instance.', '**No training data** (1 workflow): `v`: 0 of 4 accepted; the trained arms never saw it (gate/funnel.md says why).']
+    """
+    lines = []
+    for key, title, tail in (("not_evaluated", "Not evaluated", ""),
+                             ("no_training_data", "No training data",
+                              "; the trained arms never saw it (gate/funnel.md says why)")):
+        found = report.get(key) or {}
+        if found:
+            listed = "; ".join(f"`{w}`: {why}" for w, why in found.items())
+            lines.append(f"**{title}** ({len(found)} workflow{'s' if len(found) > 1 else ''}): {listed}{tail}.")
+    return lines
 
 
 def _paired_deltas(tables: dict, differences: dict) -> None:
@@ -183,6 +214,7 @@ def render_markdown(report: dict) -> str:
         parts.append(f"\nEvery arm decoded greedily with `eval {{ copy_bias {report['copy_bias']:g} }}`: the logit of each "
                      "token that writes a word of the questions asked so far raised by that much (docs/evaluation.md).\n")
     parts += [f"\n**Read with care:** {warning}.\n" for warning in report.get("read_with_care", [])]
+    parts += [f"\n{line}\n" for line in coverage_lines(report)]
     if report.get("replicates"):
         rep = report["replicates"]
         parts += [f"\n## Over {rep['replicates']} training replicates\n\nEach arm trained {rep['replicates']} times on "
@@ -354,6 +386,8 @@ def run_report(ctx):
         ctx.console.print(f"[yellow]report: {line}[/yellow]")
     for warning in report["read_with_care"]:
         ctx.console.print(f"[yellow]report: {warning}[/yellow]")
+    for line in coverage_lines(report):
+        ctx.console.print(f"[yellow]report: {line.replace('**', '')}[/yellow]")
     metrics.update({f"{m}_difference_{arm}": rows[m]["arms"][arm]["difference"]
                     for m in COST_METRICS for arm in report["arms"] if "difference" in rows[m]["arms"][arm]})
     return StepResult(metrics=metrics, outputs=("report.md", "report.json", *plots))

@@ -34,9 +34,13 @@ class SchemaTerms:
             views[entity.view.lower()] = entity.name
             views[entity.name.lower()] = entity.name
             identifiers.update({entity.table.lower(), entity.table.split(".")[-1].lower(), entity.view.lower()})
+            if entity.history is not None:         # every version of the entity, under its own view
+                views[entity.history.view.lower()] = entity.name
+                identifiers.add(entity.history.view.lower())
             identifiers.update(f.column.lower() for f in entity.fields if "_" in f.column)
             identifiers.update(r.column.lower() for r in entity.refs if "_" in r.column)
-            identifiers.add(entity.key.column.lower())
+            if entity.key is not None:
+                identifiers.add(entity.key.column.lower())
         metrics = {m.name: tuple(m.entities) for m in schema.metrics}
         from runtime.distill.judges import PlanCodeJudge
         from runtime.distill.vocabulary import SchemaVocabulary

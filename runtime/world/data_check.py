@@ -47,17 +47,24 @@ def _one(con, sql: str) -> tuple:
 
 
 def _key(con, entity) -> DataFinding:
-    rows, held, distinct = _one(con, f"SELECT count(*), count({_q(entity.key.name)}), "
-                                     f"count(DISTINCT {_q(entity.key.name)}) FROM {_q(entity.view)}")
-    what = f"key `{entity.name}.{entity.key.name}`"
+    """The key (or the grain: its columns together) unique and never null in the entity's view."""
+    columns = entity.row_identity
+    listed = ", ".join(_q(c) for c in columns)
+    present = " AND ".join(f"{_q(c)} IS NOT NULL" for c in columns)
+    rows, held, distinct = _one(con, f"SELECT count(*), count(*) FILTER (WHERE {present}), "
+                                     f"count(DISTINCT ({listed})) FILTER (WHERE {present}) FROM {_q(entity.view)}")
+    member = entity.key.name if entity.key is not None else ", ".join(entity.grain)
+    what = (f"key `{entity.name}.{member}`" if entity.key is not None
+            else f"grain `{entity.name}` ({member})")
     if held == distinct == rows:
-        return DataFinding("key", entity.name, entity.key.name, "ok", "", f"{what}: unique in all {rows:,} rows")
+        return DataFinding("key", entity.name, member, "ok", "", f"{what}: unique in all {rows:,} rows")
     problems = [f"{held - distinct:,} repeated value{'s' * (held - distinct != 1)}" if held > distinct else "",
                 f"null in {rows - held:,} row{'s' * (rows - held != 1)}" if rows > held else ""]
-    return DataFinding("key", entity.name, entity.key.name, "warning", "W323",
+    return DataFinding("key", entity.name, member, "warning", "W323",
                        f"{what} is not unique in its {rows:,} rows: {', '.join(p for p in problems if p)}",
                        "bind the key to a column that is unique (a join on this one repeats rows), or "
-                       "deduplicate the table in the warehouse")
+                       "deduplicate the table in the warehouse" if entity.key is not None else
+                       "list every column that tells two rows apart in `grain`, or deduplicate the table")
 
 
 def _ref(con, entity, ref, target) -> DataFinding:

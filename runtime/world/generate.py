@@ -70,7 +70,8 @@ def generic_column(ctx: WorldContext, entity: Entity, field: EntityField, n: int
 def _conform(ctx: WorldContext, entity: Entity, frame: pd.DataFrame) -> pd.DataFrame:
     """Exactly the spec's logical columns: generic values for unknown fields, FKs for unknown refs."""
     n = len(frame)
-    out = pd.DataFrame({entity.key.name: frame["id"].to_numpy()})
+    out = pd.DataFrame({entity.key.name: frame["id"].to_numpy()} if entity.key is not None else {},
+                       index=pd.RangeIndex(n))
     for ref in entity.refs:
         column = f"{ref.name}_id"
         if column in frame:
@@ -87,7 +88,28 @@ def _conform(ctx: WorldContext, entity: Entity, frame: pd.DataFrame) -> pd.DataF
         else:
             values = generic_column(ctx, entity, field, n)
         out[field.name] = values.to_numpy() if hasattr(values, "to_numpy") else values
+    if entity.grain:        # drawn values may repeat a grain: keep its first row, so the grain holds
+        out = out.drop_duplicates(subset=list(entity.grain)).reset_index(drop=True)
+    if entity.history is not None:
+        out = _with_versions(ctx, entity, out)
     return out
+
+
+def _with_versions(ctx: WorldContext, entity: Entity, frame: pd.DataFrame) -> pd.DataFrame:
+    """A history table: a third of its keys get an earlier version too (a copy whose version
+    is 1 to 30 days, or units, smaller), so the current view is the rows generated here."""
+    rng = ctx.rng(entity.name, "versions")
+    older = frame[rng.random(len(frame)) < 1 / 3].copy()
+    version = entity.history.version
+    kind = next(f.type.kind for f in entity.fields if f.name == version)
+    steps = rng.integers(1, 31, len(older))
+    if kind in ("date", "timestamp"):
+        older[version] = pd.to_datetime(older[version]) - pd.to_timedelta(steps, unit="D")
+        if kind == "date":
+            older[version] = older[version].dt.date
+    else:
+        older[version] = older[version] - steps
+    return pd.concat([frame, older], ignore_index=True)
 
 
 def _conform_enum(ctx, entity, field, values: pd.Series) -> pd.Series:
@@ -136,7 +158,8 @@ def _generic_order(schema: Schema, done: set[str]) -> list[Entity]:
 def _physical_select(entity: Entity, view_columns: list[str], key_types: dict[str, str]) -> str:
     """The physical columns of an entity's frame; keys and refs typed as the spec's keys are
     (``key id string``: text ids)."""
-    parts = [f'CAST("{entity.key.name}" AS {key_types[entity.name]}) AS "{entity.key.column}"']
+    parts = [f'CAST("{entity.key.name}" AS {key_types[entity.name]}) AS "{entity.key.column}"'] \
+        if entity.key is not None else []
     parts += [f'CAST("{r.name}_id" AS {key_types.get(r.target, "BIGINT")}) AS "{r.column}"' for r in entity.refs]
     for field in entity.fields:
         source = f'"{field.name}"'
@@ -151,13 +174,15 @@ def write_physical(con: duckdb.DuckDBPyConnection, schema: Schema, frames: dict[
     """Write each entity under its physical table and column names."""
     for schema_name in sorted({e.table.split(".")[0] for e in schema.entities if "." in e.table}):
         con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema_name}"')
-    key_types = {e.name: key_sql_type(e) for e in schema.entities}
+    key_types = {e.name: key_sql_type(e) for e in schema.entities if e.key is not None}
     for entity in schema.entities:
         frame = frames[entity.name]
         con.register("_entity_frame", frame)
         table = ".".join(f'"{part}"' for part in entity.table.split("."))
         select = _physical_select(entity, list(frame.columns), key_types)
-        con.execute(f'CREATE TABLE {table} AS SELECT {select} FROM _entity_frame ORDER BY "{entity.key.name}"')
+        versions = (entity.history.version,) if entity.history is not None else ()
+        order = ", ".join(f'"{c}"' for c in entity.row_identity + versions)
+        con.execute(f'CREATE TABLE {table} AS SELECT {select} FROM _entity_frame ORDER BY {order}')
         con.unregister("_entity_frame")
 
 

@@ -55,18 +55,19 @@ def test_keys_and_refs_follow_the_evidence(warehouse):
     tables, _ = read_source_with_notes(warehouse)
     docs, _ = read_source_with_notes(PROJECT)
     merge_dbt_docs(tables, docs, "dbt_ads")
-    got = {e.name: (e.key.column, sorted((r.column, r.target) for r in e.refs)) for e in infer_entities(tables)}
+    got = {e.name: (e.key.column if e.key else e.grain, e.history_version,
+                    sorted((r.column, r.target) for r in e.refs)) for e in infer_entities(tables)}
     assert got == {
-        # history tables: keyed on their own repeating `id`, never on a parent's id
-        "AccountHistory": ("id", []),
-        "CampaignHistory": ("id", [("customer_id", "AccountHistory")]),     # dbt relationships test
-        "AdGroupHistory": ("id", [("campaign_id", "CampaignHistory")]),     # `<entity>_id` + containment
-        "AdHistory": ("id", [("ad_group_id", "AdGroupHistory")]),
-        # no unique column: the finest grain keys it, and nothing refs the stats table
-        "AdStat": ("ad_id", [("ad_group_id", "AdGroupHistory"), ("ad_id", "AdHistory"),
-                             ("campaign_id", "CampaignHistory")]),
+        # history tables: keyed on their own repeating `id`, never on a parent's id, named after
+        # what they version; the view holds each id's latest version by `updated_at`
+        "Account": ("id", "updated_at", []),
+        "Campaign": ("id", "updated_at", [("customer_id", "Account")]),     # dbt relationships test
+        "AdGroup": ("id", "updated_at", [("campaign_id", "Campaign")]),     # `<entity>_id` + containment
+        "Ad": ("id", "updated_at", [("ad_group_id", "AdGroup")]),
+        # no unique column: the grain (date, ad) identifies a row, and nothing refs the stats table
+        "AdStat": (["date", "ad"], "", [("ad_group_id", "AdGroup"), ("ad_id", "Ad"), ("campaign_id", "Campaign")]),
         # declared by dbt tests unique + not_null, next to a real `id` column
-        "Label": ("label_id", []),
+        "Label": ("label_id", "", []),
     }
 
 
@@ -75,7 +76,7 @@ def test_guesses_say_why(warehouse):
     assert ("# guessed: history table: key `id` repeats (40 rows, 4 distinct values) and "
             "(`id`, `updated_at`) is unique in all 40 rows; one row per version") in text
     assert "# guessed: fact table: one row per (date, ad_id), unique and never null in all 64 rows" in text
-    assert "all 6 distinct values are AdGroupHistory keys" in text
+    assert "all 6 distinct values are AdGroup keys" in text
     # twelve rows of one value are no evidence of an enum; 40 rows of two values are
     assert "enum(PAUSED)" not in text and "field status enum(ENABLED, PAUSED, REMOVED) \"Serving status.\"" in text
     # 40 rows of two values close the list, and ad_history.status (same values, and REMOVED) joins it
@@ -97,7 +98,7 @@ def test_a_project_imports_from_dbt_project_yml_with_its_jinja_rendered(tmp_path
     assert "field clicks int nullable" in text
     assert "history table: key `id` repeats (40 rows, 4 distinct values)" in text
     warehouse_spec = GOLDEN.read_text()
-    for entity in ("AdStat", "AdHistory", "CampaignHistory", "Label"):
+    for entity in ("AdStat", "Ad", "Campaign", "Label"):
         block = lambda spec: spec[spec.index(f"entity {entity} {{"):].split("\n  }")[0]
         assert block(text) == block(warehouse_spec), entity
     assert import_schema(PROJECT) == text

@@ -58,10 +58,10 @@ def _entities(pinwheel):
 
 def test_history_tables_are_recognised_by_their_modification_time_and_checked_by_uniqueness(pinwheel):
     entities = _entities(pinwheel)
-    for name, version in (("AdvertiserHistory", "modified_time"), ("CampaignHistory", "last_modified_time"),
-                          ("AdGroupHistory", "modified_time")):
+    for name, version in (("Advertiser", "modified_time"), ("Campaign", "last_modified_time"),
+                          ("AdGroup", "modified_time")):
         e = entities[name]
-        assert e.key.column == "id", name
+        assert e.key.column == "id" and e.history_version == version, name
         assert e.key_guess.startswith("history table:"), e.key_guess
         assert f"(`id`, `{version}`) is unique in all" in e.key_guess, e.key_guess
 
@@ -70,8 +70,9 @@ def test_daily_report_tables_are_told_apart_by_their_grain_and_nothing_refs_them
     entities = _entities(pinwheel)
     report = entities["CampaignReportDaily"]
     assert "fact table: one row per (date, campaign_id), unique and never null in all 228 rows" in report.key_guess
-    assert "joins on it multiply rows" in report.key_guess
+    assert report.key is None and report.grain == ["date", "campaign"]
     assert "one row per (date, ad_group_id)" in entities["AdGroupReportDaily"].key_guess
+    assert entities["AdGroupReportDaily"].grain == ["date", "ad_group"]
     targets = {r.target for e in entities.values() for r in e.refs}
     assert not targets & {"CampaignReportDaily", "AdGroupReportDaily"}
 
@@ -80,14 +81,14 @@ def test_refs_look_through_the_platform_prefix_and_are_checked_by_containment(pi
     entities = _entities(pinwheel)
     refs = {(e.name, r.column): r.target for e in entities.values() for r in e.refs}
     assert refs == {
-        ("AdGroupHistory", "campaign_id"): "CampaignHistory",
-        ("AdGroupReportDaily", "ad_group_id"): "AdGroupHistory",
-        ("AdGroupReportDaily", "campaign_id"): "CampaignHistory",
-        ("CampaignHistory", "advertiser_id"): "AdvertiserHistory",     # the dbt relationships test
-        ("CampaignReportDaily", "campaign_id"): "CampaignHistory",
+        ("AdGroup", "campaign_id"): "Campaign",
+        ("AdGroupReportDaily", "ad_group_id"): "AdGroup",
+        ("AdGroupReportDaily", "campaign_id"): "Campaign",
+        ("Campaign", "advertiser_id"): "Advertiser",     # the dbt relationships test
+        ("CampaignReportDaily", "campaign_id"): "Campaign",
     }
-    comment = next(r.comments[0] for r in entities["AdGroupHistory"].refs)
-    assert "all 6 distinct values are CampaignHistory keys" in comment
+    comment = next(r.comments[0] for r in entities["AdGroup"].refs)
+    assert "all 6 distinct values are Campaign keys" in comment
 
 
 def test_a_ref_that_is_mostly_contained_is_kept_with_its_ratio_and_one_that_is_not_is_refused(tmp_path):

