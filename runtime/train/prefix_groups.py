@@ -24,6 +24,10 @@ Following Prefix Grouper (arXiv 2506.05433), a batch is packed into one row inst
   masks nothing; TRL counts ``num_tokens`` from its sum and the MoE load-balancing loss
   weights each token by it, so both are those of the plain batch.
 
+What is saved is the prefix's own work (its layers, its attention to itself, their backward),
+not each own token's attention to the prefix's keys, which every example still pays: on CPU
+that attention is most of a stuffed batch's step (benchmarks/shared_prefix_train.py).
+
 Examples are grouped by their first ``MIN_SHARED_PREFIX`` tokens (the inference path's
 threshold, runtime.agent.shared_prefix); an example that shares them with no other one in
 the batch is packed alone (a prefix of 0 tokens). A batch in which no two examples share a
@@ -116,34 +120,31 @@ def pack_examples(examples: list[dict]) -> dict | None:
     shared = [shared_length([ids[i] for i in m], [labels[i] for i in m]) if len(m) > 1 else 0 for m in members]
     if not any(s > 0 for s in shared):
         return None
-    tokens, targets, positions, weights, groups = [], [], [], [], []
+    # A group that can share nothing (one example, or a trained first token) packs each example alone.
+    packed_groups = []
     for m, s in zip(members, shared):
-        if len(m) > 1 and s == 0:
-            # Nothing they can share (a trained first token): each example alone.
-            groups_of = [([i], 0) for i in m]
-        else:
-            groups_of = [(m, s)]
-        for group, s in groups_of:
-            start = len(tokens)
-            first = ids[group[0]]
-            tokens += first[:s]
-            targets += [IGNORE] * s
-            positions += range(s)
-            weights += [len(group)] * s
-            rows = []
-            for i in group:
-                own = ids[i][s:]
-                rows.append((len(tokens), len(own)))
-                tokens += own
-                # The first own token is predicted across a boundary of the row: never a target here
-                # (in the plain example it is position 0 or a masked prefix token).
-                targets += [IGNORE] + labels[i][s + 1:]
-                positions += range(s, s + len(own))
-                weights += [1] * len(own)
-            groups.append(PrefixGroup(start, s, tuple(rows)))
-    row = lambda values: torch.tensor([values], dtype=torch.long)  # noqa: E731
-    return {"input_ids": row(tokens), "labels": row(targets), "position_ids": row(positions),
-            "attention_mask": row(weights), GROUPS_KEY: PackedGroups(tuple(groups), len(tokens))}
+        packed_groups += [(m, s)] if s > 0 else [([i], 0) for i in m]
+    tokens, targets, positions, weights, groups = [], [], [], [], []
+    for group, s in packed_groups:
+        start = len(tokens)
+        tokens += ids[group[0]][:s]
+        targets += [IGNORE] * s
+        positions += range(s)
+        weights += [len(group)] * s
+        rows = []
+        for i in group:
+            own = ids[i][s:]
+            rows.append((len(tokens), len(own)))
+            tokens += own
+            # The first own token is predicted across a boundary of the row: never a target here
+            # (in the plain example it is position 0 or a masked prefix token).
+            targets += [IGNORE] + labels[i][s + 1:]
+            positions += range(s, s + len(own))
+            weights += [1] * len(own)
+        groups.append(PrefixGroup(start, s, tuple(rows)))
+    row = {name: torch.tensor([values], dtype=torch.long) for name, values in
+           (("input_ids", tokens), ("labels", targets), ("position_ids", positions), ("attention_mask", weights))}
+    return {**row, GROUPS_KEY: PackedGroups(tuple(groups), len(tokens))}
 
 
 class SharedPrefixCollator:
