@@ -657,6 +657,21 @@ CODES: dict[str, CodeInfo] = {
                "model tiny_moe { context 1024 }\nstage sft { base tiny_moe  max_length 512 }   # a 22-table schema",
                "stage sft { base tiny_moe  max_length 1280 }   # and a `context` that holds the stuffed prompt,\n"
                "eval { baseline none }                         # or no stuffed arm"),
+    "E529": _c("prefix-grouped batches the trainer cannot pack",
+               "An sft stage sets `sampler by_prefix` and also TRL's own `packing` or `padding_free` (in its "
+               "`trl { }` block), or trains a base whose attention has sliding windows and sinks (gpt-oss).",
+               "`by_prefix` packs each batch into one row itself: its shared prefix once, each example's own "
+               "tokens attending to it. A batch TRL has already packed cannot be packed again, and a sliding "
+               "window or a sink is attention the shared-prefix path does not compute, so the trainer would "
+               "stop at its first step, after the teacher, gate and dataset steps have run.",
+               "stage sft { batch 8  per_device_batch 8  sampler by_prefix  trl { padding_free true } }",
+               "stage sft { batch 8  per_device_batch 8  sampler by_prefix }"),
+    "W530": _c("prefix-grouped batches of one example",
+               "An sft stage sets `sampler by_prefix` and its `per_device_batch` is 1.",
+               "A forward pass then holds one example, so no prefix is shared between examples and nothing is "
+               "saved; the batches are drawn by prefix all the same.",
+               "stage sft { batch 1  per_device_batch 1  sampler by_prefix }",
+               "stage sft { batch 8  per_device_batch 8  sampler by_prefix }"),
     # ------------------------------------------------------------ importing schemas (craftc import)
     "E901": _c("import source does not exist",
                "The database, SQL file or dbt project named for `craftc import` is not there.",

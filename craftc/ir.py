@@ -686,6 +686,16 @@ class SFTStage(StageBase):
         description="sft: how the two arms train: `sequential`, one after the other, each with every CPU "
         "core; `concurrent`, at the same time, each with half the cores and its output lines prefixed "
         "with its name (CPU only: `gpus 0`)")
+    # A stuffed example is the ~4,700-token schema prompt and a few hundred tokens of its own,
+    # and a plain batch runs that prompt once per example. A batch of examples that begin
+    # alike runs it once and each example's own tokens attend to it (Prefix Grouper;
+    # runtime.train.prefix_groups): the same loss and gradients, several times the tokens/s.
+    sampler: Literal["random", "by_prefix"] = Field(
+        "random", exclude_if=_omitted_at("random"),
+        description="sft: how examples are drawn into each `per_device_batch`: `random`, TRL's shuffle; "
+        "`by_prefix`, examples that begin with the same tokens (the system prompt, the stuffed arm's schema) "
+        "together, each batch running that prefix once, forward and backward, with the plain batch's loss and "
+        "gradients")
 
 
 class GRPOStage(StageBase):

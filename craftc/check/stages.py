@@ -7,6 +7,7 @@ from craftc.check.budget import example_tokens
 from craftc.check.engines import check_engine
 from craftc.check.names import report_duplicates, unknown_name
 from craftc.diagnostics import DiagnosticSink, did_you_mean
+from craftc.emit.stages import model_classes
 from craftc.ir import GRPOStage, ModelSpec, Recipe, SFTStage, Stage
 from craftc.lower import find_setting, head_span, setting_span
 from craftc.syntax import Block, RecipeDecl
@@ -39,6 +40,7 @@ def check_stages(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink,
         _check_lora_targets(recipe, s, block, sink)
         _check_earlier_turns(recipe, s, block, sink)
         _check_warm_up(s, block, sink)
+        _check_sampler(recipe, s, block, sink)
     _check_cycles(recipe.stages, blocks, sink)
     _check_budget(decl, recipe, blocks, models, sink, solutions or {})
 
@@ -179,6 +181,30 @@ def _check_earlier_turns(recipe: Recipe, s: Stage, block: Block | None, sink) ->
         sink.error("E519", f"stage `{s.name}`: `earlier_turns {recipe.earlier_turns}` needs `history reference` "
                    "(a policy-history rollout is trained as one sequence, which a compacted context is not)",
                    span, f"add `history reference` to `stage {s.name}`, or set `earlier_turns full`")
+
+
+# TRL settings that pack a batch into one row themselves (SFTConfig's).
+_TRL_PACKING = ("packing", "padding_free")
+
+
+def _check_sampler(recipe: Recipe, s: Stage, block: Block | None, sink) -> None:
+    # `sampler by_prefix` packs each batch itself (runtime.train.prefix_groups).
+    if not isinstance(s, SFTStage) or s.sampler != "by_prefix":
+        return
+    span = (setting_span(block, "sampler") or block.name_span) if block else s.span
+    packing = [key for key, value in s.trl if key in _TRL_PACKING and value not in (False, "false")]
+    if packing:
+        sink.error("E529", f"stage `{s.name}`: `sampler by_prefix` packs each batch into one row, and its `trl` "
+                   f"block sets `{packing[0]}`, which packs them already", span,
+                   f"remove `{packing[0]}` from the `trl` block, or remove `sampler by_prefix`")
+    elif model_classes(recipe, s)[0] == "GptOssDecoderLayer":
+        sink.error("E529", f"stage `{s.name}`: `sampler by_prefix` runs each batch's shared prefix once, and base "
+                   f"`{s.base}` (gpt-oss) attends through sliding windows and sinks, which that path does not "
+                   "compute", span, "remove `sampler by_prefix` for this base")
+    elif s.per_device_batch == 1:
+        sink.warning("W530", f"stage `{s.name}`: `sampler by_prefix` shares a prefix between the examples of a "
+                     "forward pass, and `per_device_batch` is 1, so there is nothing to share", span,
+                     f"raise `per_device_batch` (and `batch`) to 8 in `stage {s.name}`, or remove `sampler by_prefix`")
 
 
 def _check_warm_up(s: Stage, block: Block | None, sink) -> None:

@@ -18,7 +18,7 @@ from craftc.ir import Recipe, Stage
 from craftc.version import __version__
 
 __all__ = ["accelerate_mode", "checkpointing", "world_size", "trl_config", "trl_config_json", "accelerate_yaml", "launch_script",
-           "model_classes", "peft_config_json", "curriculum_json"]
+           "model_classes", "peft_config_json", "curriculum_json", "batches_json"]
 
 # Layer classes FSDP2 wraps and DeepSpeed keeps whole, by model family (matched in the
 # base model's name or path); Qwen3-MoE is tiny_moe's architecture and the default.
@@ -175,6 +175,13 @@ def curriculum_json(recipe: Recipe, stage: Stage) -> str:
     if stage.prefix_renames_through == "code":   # absent at `think`, for the same reason
         spec["renames_cut_after"] = f"</{recipe.format.code}>"
     return json.dumps(spec, sort_keys=True, indent=2) + "\n"
+
+
+def batches_json(recipe: Recipe, stage: Stage) -> str:
+    """``batches.json`` text of an sft stage with ``sampler by_prefix``: how the trainer draws its
+    batches (runtime.train.prefix_sampler) and that each batch runs its shared prefix once
+    (runtime.train.prefix_groups)."""
+    return json.dumps({"sampler": stage.sampler}, sort_keys=True, indent=2) + "\n"
 
 
 def peft_config_json(recipe: Recipe, stage: Stage) -> str:

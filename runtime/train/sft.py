@@ -237,11 +237,13 @@ def examples_reached(dataset, args):
     return dataset if reached >= len(dataset) else dataset.shuffle(seed=seed).select(range(reached))
 
 
-def _sft_trainer(model, args, tokenizer, peft, train_dataset, phase: str, thread_changes: list[dict]):
+def _sft_trainer(model, args, tokenizer, peft, train_dataset, phase: str, thread_changes: list[dict],
+                 sampler: str = "random"):
     """TRL's `SFTTrainer`, its LM head projecting only trained positions on CPU (runtime.train.loss_head).
 
     Launched beside another arm, it follows the launcher's CPU share (runtime.train.core_share),
-    recording each change in `thread_changes`.
+    recording each change in `thread_changes`. With `sampler by_prefix` its batches are drawn by
+    prefix and each runs its shared prefix once (runtime.train.prefix_sampler).
     """
     from trl import SFTTrainer
 
@@ -250,11 +252,15 @@ def _sft_trainer(model, args, tokenizer, peft, train_dataset, phase: str, thread
     trainer = SFTTrainer(model=model, args=args, processing_class=tokenizer, peft_config=peft,
                          train_dataset=train_dataset, callbacks=callbacks)
     score_trained_positions_in(trainer)
+    if sampler == "by_prefix":
+        from runtime.train.prefix_sampler import group_batches_by_prefix
+
+        group_batches_by_prefix(trainer)
     return trainer
 
 
 def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides: dict, peft, curriculum: dict,
-             prefix_overrides: dict, out: Path, thread_changes: list[dict]):
+             prefix_overrides: dict, out: Path, thread_changes: list[dict], sampler: str):
     """The `prefix_epochs` warm-up (runtime.train.curriculum) on `model`, in place; its summary.
 
     Its checkpoints go to `out/prefix`, so an interrupted warm-up resumes there; the model
@@ -279,7 +285,7 @@ def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides
     use_tracker_dir(trl_kwargs.get("report_to", "none"), out / PREFIX_DIR)   # its own curves
     trainer = _sft_trainer(model, phase_args, tokenizer, peft,
                            tokenized_dataset(tokenizer, examples_reached(examples, phase_args), roles),
-                           "warm-up", thread_changes)
+                           "warm-up", thread_changes, sampler)
     resume = get_last_checkpoint(str(out / PREFIX_DIR)) if (out / PREFIX_DIR).is_dir() else None
     result = trainer.train(resume_from_checkpoint=resume)
     losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
@@ -291,7 +297,7 @@ def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides
 
 def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, overrides: dict | None = None,
               peft_kwargs: dict | None = None, curriculum: dict | None = None,
-              prefix_overrides: dict | None = None) -> dict:
+              prefix_overrides: dict | None = None, sampler: str = "random") -> dict:
     """Run Stage I SFT and return a summary (also written to `out_dir/sft_summary.json`).
 
     Args:
@@ -306,11 +312,13 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         curriculum: The plan's `stages/<stage>/curriculum.json` (a warm-up on each assistant
             turn's reasoning block first), or None.
         prefix_overrides: The warm-up's `max_steps` where the step measured it (the stuffed arm).
+        sampler: The plan's `stages/<stage>/batches.json` sampler: `by_prefix` draws batches by
+            prefix and runs each batch's shared prefix once; `random` (no file) is TRL's shuffle.
 
     Returns:
         `{"first_loss", "last_loss", "steps", "world_size", "cpu_threads", "cpu_threads_changes",
         "train_runtime_s", "num_tokens",
-        "tokens_per_s", "resumed_from", "final_dir", "adapter", "adapter_dir",
+        "tokens_per_s", "resumed_from", "final_dir", "adapter", "adapter_dir", "prefix_warm_up", "sampler",
         "trainable_parameters", "total_parameters"}`.
 
     Raises:
@@ -341,14 +349,15 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
     if curriculum and curriculum["prefix_epochs"] > 0 and resume is None:
         # A checkpoint of the main phase already holds the warmed-up weights.
         model, warm_up = _warm_up(model, tokenizer, dataset, roles, trl_kwargs, overrides or {}, peft, curriculum,
-                                  prefix_overrides or {}, out, thread_changes)
+                                  prefix_overrides or {}, out, thread_changes, sampler)
         peft = None    # the warm-up already wrapped the model in its adapter
     use_tracker_dir(trl_kwargs.get("report_to", "none"), out)
     if curriculum and curriculum.get("question_dropout"):
         dataset, epochs = rewritten_passes(dataset, curriculum["question_dropout"], args.num_train_epochs, "main")
         args = sft_config(trl_kwargs, out, {**(overrides or {}), "num_train_epochs": epochs})
     trainer = _sft_trainer(model, args, tokenizer, peft,
-                           tokenized_dataset(tokenizer, examples_reached(dataset, args), roles), "main", thread_changes)
+                           tokenized_dataset(tokenizer, examples_reached(dataset, args), roles), "main", thread_changes,
+                           sampler)
     counts = parameter_counts(trainer.model)
     started = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=resume)
@@ -380,6 +389,7 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         "adapter": "lora" if peft_kwargs else None,
         "adapter_dir": ADAPTER if peft_kwargs else None,
         "prefix_warm_up": warm_up,
+        "sampler": sampler,
         **counts,
     }
     if trainer.is_world_process_zero():
@@ -400,15 +410,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="step config JSON: model_dir, dataset_dir, out_dir, trl_overrides")
     ns = parser.parse_args(argv)
     from runtime.train.masking import MaskingError
+    from runtime.train.prefix_groups import SharedPrefixError
+    from runtime.train.prefix_sampler import read_sampler
 
     try:
         trl_kwargs, roles = read_stage_plan(ns.plan_dir, ns.stage)
         peft_kwargs = read_peft_config(ns.plan_dir, ns.stage)
         curriculum = read_curriculum(ns.plan_dir, ns.stage)
+        sampler = read_sampler(ns.plan_dir, ns.stage)
         config = StepConfig.read(ns.config)
         summary = train_sft(config["model_dir"], config["dataset_dir"], config["out_dir"], trl_kwargs, roles,
-                            config["trl_overrides"], peft_kwargs, curriculum, config.get("prefix_overrides"))
-    except (SFTSetupError, MaskingError, AdapterError, CurriculumError) as exc:
+                            config["trl_overrides"], peft_kwargs, curriculum, config.get("prefix_overrides"),
+                            sampler)
+    except (SFTSetupError, MaskingError, AdapterError, CurriculumError, SharedPrefixError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if _is_main_process():

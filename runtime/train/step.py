@@ -232,6 +232,8 @@ def run_sft_step(ctx: StepContext) -> StepResult:
     ctx.artifact("specs/masking.json")               # read by the trainer, which the step launches
     if stage.lora is not None:
         ctx.artifact(f"stages/{stage.name}/peft_config.json")   # the trainer's LoraConfig
+    if stage.sampler != "random":
+        ctx.artifact(f"stages/{stage.name}/batches.json")       # the trainer's sampler (runtime.train.prefix_sampler)
     curriculum = None
     if stage.prefix_epochs or stage.question_dropout:
         # the trainer's warm-up and question dropout; read here for the stuffed arm's token budget

@@ -30,5 +30,5 @@ def ads_text_without_levers() -> str:
     text = re.sub(r"(?m)^  teacher synthetic \{[^}\n]*\}$", ADS_TEACHER, text, count=1)
     text = re.sub(r"(?m)^  stripped_prompt compact\n", "", text, count=1)
     text = re.sub(r"(?m)^  earlier_turns thinks\n", "", text, count=1)
-    text = text.replace("rollout transformers  history reference }", "rollout transformers }", 1)
+    text = re.sub(r"(?m)^(  stage grpo \{ from sft [^\n]*rollout transformers)  history reference\b", r"\1", text, count=1)
     return text.replace('"../', f'"{ROOT}/')
