@@ -164,7 +164,8 @@ def main() -> None:
         print(f"model {model_dir}, arm {args.arm}, {len(batch)} prompts in one batch, up to {args.new_tokens} "
               f"new tokens, {after.threads} threads")
         for side in (before, after):          # warm-up: first forward, the kept system prompt prefix
-            side.run(batch[:1])
+            print(f"  first call, one prompt (builds the kept system prompt's cache), {side.name}: "
+                  f"{side.run(batch[:1])['wall']:.2f} s")
         same = None
         for round_ in range(args.rounds):
             order = (before, after) if round_ % 2 == 0 else (after, before)
