@@ -14,7 +14,7 @@ from runtime.agent.shared_prefix import (
     MIN_SHARED_PREFIX, batch_cache, cache_keyword, middle_padded, prefix_cache, shared_prefix_length,
 )
 
-__all__ = ["Generation", "HFGenerator", "TrainerVLLMGenerator", "VLLMGenerator", "max_across_ranks",
+__all__ = ["Generation", "HFGenerator", "chosen_logprobs", "TrainerVLLMGenerator", "VLLMGenerator", "max_across_ranks",
            "release_vllm_engine", "render_prompt_ids", "vllm_engine"]
 
 
@@ -27,6 +27,19 @@ class Generation:
     prompt_ids: list[int] = field(default_factory=list)
     completion_ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
+
+
+def chosen_logprobs(scores, tokens):
+    """``(rows, steps)`` log-probs of the generated ``tokens`` under each step's ``scores``.
+
+    One step at a time: each step's log-softmax is that of the whole ``(rows, steps, vocab)``
+    stack (the same rows, the same kernel), without that stack and its log-softmax, each
+    as large as every step's scores together.
+    """
+    import torch
+
+    return torch.cat([step.float().log_softmax(-1).gather(-1, tokens[:, i:i + 1].to(step.device)).cpu()
+                      for i, step in enumerate(scores)], dim=1)
 
 
 def render_prompt_ids(tokenizer, messages: list[dict]) -> list[int]:
@@ -58,6 +71,10 @@ class HFGenerator:
         copy_bias: Added to the logits of the tokens that write the words of each
             conversation's user messages (``runtime.agent.copy_bias``; the plan's ``eval { copy_bias }``); 0 is
             plain decoding.
+        logprobs: Keep each generated token's log-prob (``Generation.logprobs``): GRPO
+            rollouts train on them. Off (evaluation, measuring), ``generate`` keeps no
+            per-step scores: with a 49,152-token vocabulary those are 1.5 MB a step for a
+            batch of 8, 0.6 GB for a 384-token call, and their log-softmax as much again.
 
     Within a call, a prefix the batch's prompts share is read once for the whole batch
     (``runtime.agent.shared_prefix``): the stuffed baseline's schema prompt is most of
@@ -67,8 +84,9 @@ class HFGenerator:
     def __init__(self, model, tokenizer, max_new_tokens: int = 256, do_sample: bool = False,
                  temperature: float = 1.0, batch_size: int = 8, context: int | None = None,
                  frozen: bool = False, share_prefix: bool = True, copy_bias: float = 0.0,
-                 prefix_attention: bool = True):
+                 prefix_attention: bool = True, logprobs: bool = True):
         self.model, self.tokenizer = model, tokenizer
+        self.logprobs = logprobs
         self.copy_bias = copy_bias
         self.max_new_tokens, self.do_sample, self.temperature = max_new_tokens, do_sample, temperature
         self.batch_size = batch_size
@@ -115,7 +133,7 @@ class HFGenerator:
                     max_new_tokens=self.max_new_tokens, do_sample=self.do_sample,
                     temperature=self.temperature if self.do_sample else None, top_k=None, top_p=None,
                     pad_token_id=pad_id, eos_token_id=tok.eos_token_id,
-                    output_scores=True, return_dict_in_generate=True,
+                    output_scores=self.logprobs, return_dict_in_generate=True,
                     # MoE router logits are a training signal; with a KV cache they no
                     # longer line up with the attention mask and break generation.
                     output_router_logits=False,
@@ -123,13 +141,13 @@ class HFGenerator:
         finally:
             self.model.train(was_training)
         new = generated.sequences[:, width:].cpu()
-        logps = torch.stack(generated.scores, dim=1).float().log_softmax(-1).cpu() if generated.scores else None
+        logps = chosen_logprobs(generated.scores, new) if generated.scores else None
         results = []
         for row, ids in enumerate(prompts):
             completion = new[row].tolist()
             if tok.eos_token_id in completion:              # keep the end-of-turn token, drop padding
                 completion = completion[: completion.index(tok.eos_token_id) + 1]
-            lp = [float(logps[row, i, t]) for i, t in enumerate(completion)] if logps is not None else []
+            lp = logps[row, :len(completion)].tolist() if logps is not None else []
             text = tok.decode(completion, skip_special_tokens=True)
             results.append(Generation(text, len(ids), list(ids), completion, lp))
         return results

@@ -22,6 +22,7 @@ window or a linear-attention state would see the pads as tokens.
 from __future__ import annotations
 
 import copy
+import inspect
 
 __all__ = ["MIN_SHARED_PREFIX", "shared_prefix_length", "cache_keyword", "prefix_cache", "middle_padded", "batch_cache"]
 
@@ -63,9 +64,12 @@ def prefix_cache(model, ids: list[int]):
     from transformers.cache_utils import DynamicLayer
 
     name = cache_keyword()
+    # Only the cache is wanted: logits for one position, not for every prefix token (a
+    # 5,000-token schema prompt's would be 5,000 x the vocabulary, ~1 GB for SmolLM2's).
+    keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
     with torch.no_grad():
         out = model(input_ids=torch.tensor([ids], device=model.device), use_cache=True, output_router_logits=False,
-                    **{name: DynamicCache(config=model.config)})
+                    **keep, **{name: DynamicCache(config=model.config)})
     cache = getattr(out, name, None)          # a model whose output carries no cache: pad plainly
     if cache is None or not all(type(layer) is DynamicLayer for layer in cache.layers):
         return None

@@ -35,7 +35,7 @@ from runtime.eval.progress import ArmProgress
 from runtime.eval.scoring import score_episode
 from runtime.layout import EVAL_ARM_MODELS
 
-__all__ = ["reference_frames", "evaluate_arm", "split_summaries", "spread_per_split", "run_eval"]
+__all__ = ["reference_frames", "eval_generator", "evaluate_arm", "split_summaries", "spread_per_split", "run_eval"]
 
 SPLIT_ORDER = ("new_values", "new_phrasing", "new_workflow")
 EMPTY_REFERENCE = "the reference returns no rows, so any empty answer would pass"
@@ -93,6 +93,20 @@ def _counting(generate, on_calls, chunk: int | None):
     return call
 
 
+def eval_generator(model_dir: str | Path, tokenizer, max_new_tokens: int, batch_size: int,
+                   copy_bias: float = 0.0) -> HFGenerator:
+    """An arm's model loaded in float32 and its greedy ``HFGenerator`` (benchmarks/pretrained_decoding.py
+    times this against earlier code)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    # Frozen weights: the shared system prompt's cache is kept across calls. No log-probs:
+    # eval scores the text (``HFGenerator(logprobs=...)``).
+    return HFGenerator(model, tokenizer, max_new_tokens=max_new_tokens, batch_size=batch_size, frozen=True,
+                       copy_bias=copy_bias, logprobs=False)
+
+
 def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], references: dict, system_prompt: str,
                  sandbox, fmt=None, max_turns: int = 3, wording: TurnWording | None = None,
                  terms=None, max_new_tokens: int = 256, batch_size: int = 8, engine: str = "transformers",
@@ -108,8 +122,7 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
     each finished episode. Each episode is scored as soon as it ends, while its result
     frames are in memory; a turn in ``excluded`` keeps its reason and is not scored.
     """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if engine == "vllm":
@@ -117,9 +130,7 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
 
         generate, chunk = VLLMGenerator(model_dir, tokenizer, max_new_tokens=max_new_tokens, copy_bias=copy_bias), None
     else:
-        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-        generate = HFGenerator(model, tokenizer, max_new_tokens=max_new_tokens, batch_size=batch_size, frozen=True,
-                               copy_bias=copy_bias)
+        generate = eval_generator(model_dir, tokenizer, max_new_tokens, batch_size, copy_bias)
         chunk = batch_size
     if progress is not None:
         generate = _counting(generate, progress.calls, chunk)

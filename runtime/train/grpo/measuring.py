@@ -38,7 +38,8 @@ def measure(job: GRPOJob, model, tokenizer, sandbox, probe: list[RolloutTask], t
     # not a constant of this module.
     generate = HFGenerator(model, tokenizer, max_new_tokens=job.stage["max_new_tokens"],
                            batch_size=job.stage["per_device_batch"],
-                           do_sample=samples > 0, temperature=job.stage["temperature"], frozen=True)
+                           do_sample=samples > 0, temperature=job.stage["temperature"], frozen=True,
+                           logprobs=False)   # scored by rewards only
     tasks = [task for task in probe for _ in range(max(samples, 1))]
     torch.manual_seed(job.seed)
     episodes, _, _ = play(job, generate, sandbox, tasks, [t.prompt for t in tasks])
