@@ -8,6 +8,10 @@ import json
 from distill_support import _run_step, compile_variant
 
 TEACHER = "teacher synthetic { candidates 6  noise 0.6 }"
+# Eight training instances per workflow (the fixture's eval draws about 48): a few hundred
+# noisy candidates already hold every noise kind that feedback repairs, and each one gated
+# is a sandbox job.
+VOLUME = "instances 8"
 
 
 def _distill_and_gate(fresh_run_dir, tmp_path, teacher: str):
@@ -20,7 +24,7 @@ def _distill_and_gate(fresh_run_dir, tmp_path, teacher: str):
 
 def test_runtime_errors_are_repaired_and_the_repairs_pass_the_gate(fresh_run_dir, tmp_path):
     run_dir, results, candidates = _distill_and_gate(
-        fresh_run_dir, tmp_path, "teacher synthetic { candidates 6  noise 0.6  feedback 1 }")
+        fresh_run_dir, tmp_path, f"teacher synthetic {{ candidates 6  noise 0.6  feedback 1  {VOLUME} }}")
     repaired = [c for c in candidates if c["metadata"].get("repairs")]
     kinds = {c["metadata"]["repaired_from"] for c in repaired}
     assert repaired and {"syntax_error", "runtime_error"} & kinds, kinds
@@ -42,7 +46,7 @@ def test_masked_failed_attempts_stay_in_the_conversation_and_out_of_the_loss(fre
     from runtime.train.tiny_moe import build_tiny_moe
 
     run_dir, _, candidates = _distill_and_gate(
-        fresh_run_dir, tmp_path, "teacher synthetic { candidates 6  noise 0.6  feedback 2  failed_attempts masked }")
+        fresh_run_dir, tmp_path, f"teacher synthetic {{ candidates 6  noise 0.6  feedback 2  failed_attempts masked  {VOLUME} }}")
     kept = [c for c in candidates if c.get("attempts")]
     assert kept and all(a["output"].startswith("Output of the CODE block:\n") and len(a["output"]) > 30
                     for c in kept for a in c["attempts"])
