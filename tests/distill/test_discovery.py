@@ -140,7 +140,9 @@ def test_discovery_trajectories_pass_the_gate_reach_both_datasets_and_count_in_t
     _, _, run_dir = fresh_run_dir
     plan, plan_dir = compile_variant(tmp_path / "recipe", {
         "teacher synthetic { candidates 6  noise 0.6 }":
-        "teacher synthetic { candidates 6  noise 0.6  feedback 1  discovery 30% }"})
+        # Eight training instances per workflow (the fixture's eval draws about 48): each
+        # candidate gated is a sandbox job, and a few hundred hold both discovery rules.
+        "teacher synthetic { candidates 6  noise 0.6  feedback 1  discovery 30%  instances 8 }"})
     assert json.loads((plan_dir / "plan.json").read_text())["recipe"]["teacher"]["discovery"] == 0.3
     for step in ("distill", "gate", "dataset"):
         _run_step(plan, plan_dir, run_dir, step)

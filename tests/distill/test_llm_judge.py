@@ -23,6 +23,12 @@ LLM_GATE = """judge business {
     backend { kind openai  model "judge-model"  base_url env("CRAFT_TEST_JUDGE_URL")  concurrency 4  max_retries 0  timeout 60s }
   }
   gate judge     { judges plan_code, prompt_params, no_ddl_leak, business  vote unanimous }"""
+TEACHER = "teacher synthetic { candidates 6  noise 0.6 }"
+# Each test gates every candidate (a sandbox job each) and asks the judge about it: eight
+# training instances per workflow (the fixture's eval draws about 48) still give a few
+# hundred candidates, every noise kind among them and more than the 20 a server answers
+# before it goes away.
+SMALL_TEACHER = "teacher synthetic { candidates 6  noise 0.6  instances 8 }"
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +36,7 @@ def distilled_with_llm_judge(compiled, tmp_path_factory):
     """The mini recipe with an llm judge in gate 3, compiled and distilled once."""
     _, _, source = compiled
     root = tmp_path_factory.mktemp("llm_judge")
-    plan, plan_dir = compile_variant(root / "recipe", {GATE: LLM_GATE})
+    plan, plan_dir = compile_variant(root / "recipe", {GATE: LLM_GATE, TEACHER: SMALL_TEACHER})
     run_dir = root / "run"
     shutil.copytree(source / "world", run_dir / "world")
     _run_step(plan, plan_dir, run_dir, "distill")
