@@ -51,10 +51,10 @@ def _legacy_changes() -> tuple[list[str], list[str]]:
 # counts (stages gained settings), text inside file hunks (launch.sh and config contents),
 # the token budget's move to review/, the default profile's grpo max_turns (1 -> 2), and
 # its training levers (teacher candidates 4 -> 2, sft epochs 4 -> 1), its execution timeout
-# (3 s -> 1 s) and its GRPO steps (32 -> 12).
+# (3 s -> 1 s), its GRPO steps (32 -> 12) and its GRPO learning rate (3e-5 -> 1e-4).
 _STALE = re.compile(r"^\s*# \(\d+ unchanged attributes hidden\)$|token_budget\.json|~ max_turns: 1 -> 3"
                     r"|~ candidates: 4 -> 8|~ epochs: 4\.0 -> 3\.0|~ execution\.timeout_s: 3\.0 -> 10\.0"
-                    r"|~ steps: 32 -> 60|~ instances: 2 -> 4")
+                    r"|~ steps: 32 -> 60|~ instances: 2 -> 4|~ lr: 3e-05 -> 1e-05")
 
 
 def test_full_holds_every_change_the_exhaustive_listing_held():
@@ -70,6 +70,7 @@ def test_full_holds_every_change_the_exhaustive_listing_held():
     assert "      ~ candidates: 2 -> 8" in full and "      ~ epochs: 1.0 -> 3.0" in full
     assert "      ~ execution.timeout_s: 0.5 -> 10.0" in full and "      ~ steps: 12 -> 60" in full
     assert "      ~ instances: 3 -> 4" in full          # the v1 recipe's eval moved from 2 to 3
+    assert "      ~ lr: 0.0001 -> 1e-05" in full
     assert [c for c in classified if f"  {c}" not in full] == []
 
 
