@@ -734,6 +734,13 @@ class GRPOStage(StageBase):
                          "after training, greedily and with `group` samples each (a seeded sample), decoded "
                          "`per_device_batch` at a time",
                          json_schema_extra=_surface(engine="trl"))
+    # Before and after alone hide a peak in between, and say nothing of how many steps a
+    # gain needs: the measured rows played greedily every few steps give the curve.
+    measure_every: int = Field(0, ge=0, le=100000, exclude_if=_omitted_at(0),
+                               description="grpo: every this many steps the `measure` rows are also played "
+                               "greedily, their rewards logged and plotted over the steps (`measured_score.png`); "
+                               "0: before and after only",
+                               json_schema_extra=_surface(engine="trl"))
     # A conversation's later turns continue from what the policy itself wrote earlier
     # (what it meets at inference); `reference` conditions them on the reference turns.
     # verl's rows are always one user turn each on the reference turns (E516 refuses `policy`).

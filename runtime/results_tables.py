@@ -100,6 +100,8 @@ def digest(report: dict, source: str) -> dict:
         g = report["grpo"]
         out["grpo"] = {"steps": g.get("steps"), "measured_rows": g.get("measured_rows"),
                        **{k: g[k] for k in ("measured_on", "rows_drawn", "dynamic_sampling") if g.get(k)}}
+        if len(g.get("curve") or []) > 2:      # measured between before and after (`measure_every`)
+            out["grpo"]["curve"] = [{"step": p["step"], "total": p.get("total")} for p in g["curve"]]
         if g.get("change"):
             out["grpo"]["change"] = {when: {k: g["change"][when]["total"][k] for k in ("value", "ci")}
                                      for when in ("greedy", "sampled")}
@@ -243,6 +245,9 @@ def grpo_line(d: dict) -> str:
     if g.get("change"):
         c = g["change"]["greedy"]
         text += f" (greedy change {_pp(c['value'])} pp [{_pp(c['ci'][0])}, {_pp(c['ci'][1])}], paired)"
+    if g.get("curve"):
+        text += "; greedy R_total over the steps " + ", ".join(f"{p['total']:.3f} (step {p['step']})"
+                                                              for p in g["curve"])
     if g.get("dynamic_sampling"):
         d = g["dynamic_sampling"]
         rows_drawn = "fresh rows" if g.get("rows_drawn") == "fresh" else "SFT's rows"

@@ -84,6 +84,7 @@ _ENGINE_ONLY_FIX = {
     "lora": "remove the `lora` block: craft lowers a LoRA adapter for `engine trl` only (verl's own "
             "`actor_rollout_ref.model.lora_rank` is not lowered), or use `engine trl`",
     "measure": "remove `measure`: verl's main_ppo logs its own rollout rewards, and craft measures none",
+    "measure_every": "remove `measure_every`: verl's main_ppo logs its own rollout rewards, and craft measures none",
     "processes": "remove `processes`: verl runs one process per GPU (`gpus`)",
 }
 

@@ -128,7 +128,8 @@ def build_report(eval_json: dict, run_dir: Path | None = None, replicates: int =
         report["grpo"] = {k: data.get(k) for k in ("steps", "measured_rows", "before", "after", "sampled_per_row",
                                                     "before_sampled", "after_sampled", "reward_weights", "aggregate")}
         # Summaries from before fresh rows measured training rows and carry none of these.
-        report["grpo"].update({k: data[k] for k in ("measured_on", "rows_drawn", "rows", "change") if k in data})
+        report["grpo"].update({k: data[k] for k in ("measured_on", "rows_drawn", "rows", "change", "curve")
+                               if k in data})
         if "dynamic_sampling" in data:
             report["grpo"]["dynamic_sampling"] = {k: v for k, v in data["dynamic_sampling"].items() if k != "per_step"}
     training = arm_training(run_dir, report["arms"], report.get("grpo", {}).get("steps")) if run_dir else None

@@ -57,7 +57,9 @@ def test_a_digest_made_from_a_report_renders_the_report_figures(tmp_path):
               "failures": {a: {"failed_turns": n, "counts": {"exec_error": n, "other": 0}, "examples": {}}
                            for a, n in (("craft", 9), ("stuffed", 156))},
               "grpo": {"steps": 12, "measured_rows": 32, "before": {"total": 0.647, "exec_success": 1.0},
-                       "after": {"total": 0.635, "exec_success": 1.0}}}
+                       "after": {"total": 0.635, "exec_success": 1.0},
+                       "curve": [{"step": 0, "total": 0.647}, {"step": 6, "total": 0.66, "outcome": 0.2},
+                                 {"step": 12, "total": 0.635}]}}
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report))
     out = tmp_path / "results" / "run.json"
@@ -69,6 +71,7 @@ def test_a_digest_made_from_a_report_renders_the_report_figures(tmp_path):
     assert "| held-out params, seen phrasings (54 turns) | 40.7% [28.7, 54.0] | 0.0% [0.0, 6.6] |" in text
     assert "| exec_error | 9 | 156 |" in text and "| other |" not in text
     assert "on 32 training rows greedy R_total went 0.647 -> 0.635" in text
+    assert "greedy R_total over the steps 0.647 (step 0), 0.660 (step 6), 0.635 (step 12)" in text
 
 
 def test_readme_points_at_the_regeneration_command():

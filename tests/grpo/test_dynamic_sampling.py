@@ -1,6 +1,7 @@
-"""Dynamic sampling (flat groups replaced and counted) and GRPO measured on dev, paired."""
+"""Dynamic sampling (flat groups replaced and counted) and GRPO measured on dev, paired and over the steps."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -81,7 +82,7 @@ def trained(tmp_path_factory, warehouse, tiny_model):
     job = GRPOJob(model_dir=str(root / "sft"), instances=str(root / "train.json"), warehouse=str(warehouse),
                   out_dir=str(root / "out"), system_prompt="Answer with THINK, PLAN, CODE.",
                   reward={"weights": WEIGHTS, "aggregate": "sum", "penalties": {}, "step_rewards": True},
-                  stage={**STAGE, "dynamic_sampling": 1, "rows": "fresh"}, trl={**TRL, "max_steps": 2}, **PLAIN,
+                  stage={**STAGE, "dynamic_sampling": 1, "rows": "fresh", "measure_every": 1}, trl={**TRL, "max_steps": 2}, **PLAIN,
                   measure_instances=str(root / "dev.json"))
     return job, train_grpo(job)
 
@@ -107,3 +108,18 @@ def test_before_and_after_are_measured_on_dev_and_paired(trained):
     assert greedy["n"] == 1 and greedy["clusters"] == 1
     assert greedy["value"] == pytest.approx(summary["after"]["total"] - summary["before"]["total"], abs=1e-5)
     assert summary["change"]["sampled"]["outcome"]["n"] == STAGE["group"]
+
+
+def test_the_measured_rows_are_played_every_measure_every_steps_and_plotted(trained):
+    job, summary = trained
+    curve = summary["curve"]
+    # Before training, after step 1 (measure_every 1), and the after-training measurement
+    # at the last step, which the callback leaves to it.
+    assert [point["step"] for point in curve] == [0, 1, 2]
+    assert {k: v for k, v in curve[0].items() if k != "step"} == summary["before"]
+    assert {k: v for k, v in curve[-1].items() if k != "step"} == summary["after"]
+    assert set(curve[1]) == set(curve[0]) and 0.0 <= curve[1]["total"] <= 1.0
+    logged = [json.loads(line) for line in open(f"{job.out_dir}/metrics.jsonl")]
+    assert [entry["step"] for entry in logged if "measured/total" in entry] == [1]
+    assert "measured_score.png" in summary["plots"]
+    assert (Path(job.out_dir) / "measured_score.png").stat().st_size > 0

@@ -12,10 +12,12 @@ from runtime.train.grpo.rewards import score_episode
 from runtime.train.grpo.rollout import play
 from runtime.train.grpo.rows import RolloutTask
 
-__all__ = ["measure", "paired_change"]
+__all__ = ["measure", "paired_change", "measure_every_callback", "measured_curve", "MEASURED"]
 
 # What the before/after change is reported for.
 CHANGED = ("total", "outcome", "exec_success")
+# The prefix of a measurement's keys in the trainer's log history (`measure_every`).
+MEASURED = "measured/"
 
 
 def measure(job: GRPOJob, model, tokenizer, sandbox, probe: list[RolloutTask], terms=None,
@@ -67,3 +69,31 @@ def paired_change(after: list, before: list) -> dict:
     clusters = [c for c, _ in after]
     return {name: paired_clustered_difference([s.get(name) for _, s in after], [s.get(name) for _, s in before],
                                               clusters) for name in CHANGED}
+
+
+def measure_every_callback(every: int, measure_model):
+    """A `TrainerCallback` that measures the policy greedily every ``every`` steps.
+
+    ``measure_model(model)`` returns :func:`measure`'s means. Each point goes into the
+    trainer's log history as ``measured/<component>`` at its step, so it is saved with the
+    checkpoints (a resumed run keeps the points it had) and lands in ``metrics.jsonl``.
+    The last step is left to the after-training measurement, which is the same one.
+    """
+    from transformers import TrainerCallback   # here, so importing this module stays light
+
+    class MeasureEvery(TrainerCallback):
+        def on_step_end(self, args, state, control, model=None, **kwargs):
+            step = state.global_step
+            if every and step % every == 0 and step < state.max_steps:
+                point = measure_model(model)
+                state.log_history.append({"step": step, **{MEASURED + k: v for k, v in point.items()}})
+
+    return MeasureEvery()
+
+
+def measured_curve(before: dict, log_history: list[dict], after: dict, steps: int) -> list[dict]:
+    """The greedy measurement over the steps: before (step 0), every logged point, after."""
+    points = [{"step": 0, **before}]
+    points += [{"step": h["step"], **{k[len(MEASURED):]: v for k, v in h.items() if k.startswith(MEASURED)}}
+               for h in log_history if any(k.startswith(MEASURED) for k in h)]
+    return points + [{"step": steps, **after}]

@@ -3,7 +3,7 @@
 ``train_grpo`` builds the rows in a sandbox pool, measures the policy, trains with
 ``GRPOConfig(**trl_config)`` exactly as compiled (resuming from the last checkpoint
 in the output dir), measures again and writes ``final``, ``metrics.jsonl``, the reward
-curves and ``grpo_summary.json``.
+curves, the measured rows' score over the steps and ``grpo_summary.json``.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 from craftc.atomic import replace_dir, write_atomic
 from runtime.layout import ADAPTER, FINAL, GRPO_SUMMARY
 from runtime.train.grpo.job import GRPOJob, GRPOSetupError, json_text, reward_llm_judge, reward_spec, schema_terms
-from runtime.train.grpo.measuring import measure, paired_change
-from runtime.train.grpo.plots import plot_curves
+from runtime.train.grpo.measuring import measure, measure_every_callback, measured_curve, paired_change
+from runtime.train.grpo.plots import plot_curves, plot_measured
 from runtime.train.grpo.rewards import OUTCOME, make_reward_funcs, score_episode
 from runtime.train.grpo.rollout import DynamicSampling, make_rollout_func
 from runtime.train.grpo.rows import (build_rows, completion_room, load_measure_tasks, load_training_tasks,
@@ -135,6 +135,9 @@ def train_grpo(job: GRPOJob) -> dict:
                                            outcome_of=lambda key, episode: score_episode(
                                                episode, plays[key], spec, terms)[OUTCOME]),
             peft_config=peft,
+            callbacks=[measure_every_callback(job.stage["measure_every"], lambda policy: measure(
+                job, policy, tokenizer, sandbox, probe, terms, llm_judge=llm_judge))]
+            if job.stage.get("measure_every") else None,
         )
         # On CPU, completions are scored without projecting their prompts (runtime.train.loss_head).
         score_trained_positions_in(trainer, trainer.temperature)
@@ -163,6 +166,8 @@ def train_grpo(job: GRPOJob) -> dict:
         # What before and after were measured on, and after minus before paired over the same
         # rows (clustered by instance): greedy, and over `group` samples per row.
         "measured_on": measured_on, "rows_drawn": job.stage.get("rows", "sft"),
+        # The greedy measurement over the steps (before, every `measure_every` steps, after).
+        "curve": measured_curve(before, trainer.state.log_history, after, trainer.state.global_step),
         "change": {"greedy": paired_change(scores["after"], scores["before"]),
                    "sampled": paired_change(scores["after_sampled"], scores["before_sampled"])},
         "wall_s": round(time.time() - started, 1), "completion_room": room,
@@ -185,6 +190,7 @@ def train_grpo(job: GRPOJob) -> dict:
         saved = replace_dir(tmp, out / (ADAPTER if peft is not None else FINAL))
         if peft is not None:
             merge_adapter(job.model_dir, saved, out / FINAL, tokenizer)
-        summary["plots"] = plot_curves(history, spec.components, out)
+        summary["plots"] = plot_curves(history, spec.components, out) + plot_measured(
+            summary["curve"], measured_on, out)
         write_atomic(out / GRPO_SUMMARY.path, json_text(summary))
     return summary
