@@ -184,15 +184,20 @@ def score_group_prompts_once(trainer) -> None:
             sliding window (the packed attention does not compute it).
     """
     import torch
+    from trl.extras.profiling import profiling_decorator
 
     for model in (trainer.model, getattr(trainer, "ref_model", None)):
         if model is not None:
             use_shared_prefix(trainer.accelerator.unwrap_model(model),
                               fix="remove `shared_prefix on` from the grpo stage")
-    plain = trainer._get_per_token_logps_and_entropies       # TRL's, bound to the trainer
+    # TRL's method without its profiling wrapper: the replacement is profiled under the same name
+    # (TRL's `profiling/Time taken` metric), so a forward it leaves to TRL is timed once.
+    method = type(trainer)._get_per_token_logps_and_entropies
+    plain = types.MethodType(getattr(method, "__wrapped__", method), trainer)
 
-    def per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
-                                      compute_entropy=False, compute_aux_loss=False, **extra):
+    @profiling_decorator
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
+                                           compute_entropy=False, compute_aux_loss=False, **extra):
         if any(value is not None for value in extra.values()):      # images: TRL's own forward
             return plain(model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
                          compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **extra)
@@ -212,4 +217,4 @@ def score_group_prompts_once(trainer) -> None:
         return (torch.cat(logps, dim=0), torch.cat(entropies, dim=0) if compute_entropy else None,
                 torch.stack(aux_losses).mean() if compute_aux_loss else None)
 
-    trainer._get_per_token_logps_and_entropies = types.MethodType(per_token_logps_and_entropies, trainer)
+    trainer._get_per_token_logps_and_entropies = types.MethodType(_get_per_token_logps_and_entropies, trainer)
