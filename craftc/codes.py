@@ -672,6 +672,21 @@ CODES: dict[str, CodeInfo] = {
                "saved; the batches are drawn by prefix all the same.",
                "stage sft { batch 1  per_device_batch 1  sampler by_prefix }",
                "stage sft { batch 8  per_device_batch 8  sampler by_prefix }"),
+    "E531": _c("shared GRPO prompts on a base the trainer cannot pack",
+               "A grpo stage sets `shared_prefix on` and trains a base whose attention has sliding windows and "
+               "sinks (gpt-oss).",
+               "`shared_prefix on` packs each log-prob forward into one row: each group's prompt once, each "
+               "completion attending to it. A sliding window or a sink is attention that packed path does not "
+               "compute, so the trainer would stop at its first step, after the sft step has run.",
+               "model gpt_oss { source hub  path \"openai/gpt-oss-20b\" }\n"
+               "stage grpo { from sft  base gpt_oss  shared_prefix on }",
+               "stage grpo { from sft  base gpt_oss }"),
+    "W532": _c("shared GRPO prompts with one completion per forward",
+               "A grpo stage sets `shared_prefix on` and its `per_device_batch` is 1.",
+               "A log-prob forward then holds one completion, so no prompt is shared between completions and "
+               "nothing is saved.",
+               "stage grpo { from sft  group 4  batch 4  per_device_batch 1  shared_prefix on }",
+               "stage grpo { from sft  group 4  batch 16  per_device_batch 16  shared_prefix on }"),
     # ------------------------------------------------------------ importing schemas (craftc import)
     "E901": _c("import source does not exist",
                "The database, SQL file or dbt project named for `craftc import` is not there.",

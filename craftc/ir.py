@@ -724,6 +724,16 @@ class GRPOStage(StageBase):
         0, ge=0, le=16, description="grpo: rounds in which each group whose rollouts all score the same "
         "R_outcome is replaced by a group of another row (the dropped groups are counted per step); 0: off",
         json_schema_extra=_surface(engine="trl"))
+    # TRL scores each completion with a forward over its prompt and itself, so a group's prompt
+    # runs `group` times in the policy's forward and backward (and the reference's, with `beta`).
+    # Packed as SFT's `sampler by_prefix` packs a batch (runtime.train.grpo.prompt_groups), it
+    # runs once and every row's completion attends to it: the same log-probs and gradients.
+    shared_prefix: Literal["off", "on"] = Field(
+        "off", exclude_if=_omitted_at("off"),
+        description="grpo: `on` runs each group's prompt once in the policy's, the reference's and the old "
+        "policy's log-prob forwards (and the backward), each completion attending to it, with the plain "
+        "forwards' log-probs and gradients; `off`: once per completion, as TRL does",
+        json_schema_extra=_surface(engine="trl"))
     rollout: Literal["transformers", "vllm", "sglang"] = Field(
         "transformers", description="grpo: generation engine, optionally with the vllm mode "
         "(`rollout vllm, server`); `engine verl` takes vllm or sglang",

@@ -68,11 +68,11 @@ def _check_trl(s: Stage, block: Block | None, sink) -> None:
 def _is_set(s: GRPOStage, key: str, written: set[str]) -> bool:
     """Away from its default (set where a profile's block cannot show it), or written in the stage's block.
 
-    Written at a default that means "off" (`dynamic_sampling 0`) is not set: that is how a
-    verl profile turns off what its base stage turned on for `engine trl`.
+    Written at a default that means "off" (`dynamic_sampling 0`, `shared_prefix off`) is not
+    set: that is how a verl profile turns off what its base stage turned on for `engine trl`.
     """
     default = GRPOStage.model_fields[key].default
-    return getattr(s, key) != default or (key in written and default not in (0, False))
+    return getattr(s, key) != default or (key in written and default not in (0, False, "off"))
 
 
 # What to write instead of a setting the stage's engine does not read, where the general

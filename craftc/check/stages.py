@@ -41,6 +41,7 @@ def check_stages(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink,
         _check_earlier_turns(recipe, s, block, sink)
         _check_warm_up(s, block, sink)
         _check_sampler(recipe, s, block, sink)
+        _check_shared_prompts(recipe, s, block, sink)
     _check_cycles(recipe.stages, blocks, sink)
     _check_budget(decl, recipe, blocks, models, sink, solutions or {})
 
@@ -205,6 +206,23 @@ def _check_sampler(recipe: Recipe, s: Stage, block: Block | None, sink) -> None:
         sink.warning("W530", f"stage `{s.name}`: `sampler by_prefix` shares a prefix between the examples of a "
                      "forward pass, and `per_device_batch` is 1, so there is nothing to share", span,
                      f"raise `per_device_batch` (and `batch`) to 8 in `stage {s.name}`, or remove `sampler by_prefix`")
+
+
+def _check_shared_prompts(recipe: Recipe, s: Stage, block: Block | None, sink) -> None:
+    # `shared_prefix on` packs each log-prob forward's groups itself (runtime.train.grpo.prompt_groups);
+    # under `engine verl` it is E516's (a TRL-only setting).
+    if not isinstance(s, GRPOStage) or s.shared_prefix != "on" or s.engine != "trl":
+        return
+    span = (setting_span(block, "shared_prefix") or block.name_span) if block else s.span
+    if model_classes(recipe, s)[0] == "GptOssDecoderLayer":
+        sink.error("E531", f"stage `{s.name}`: `shared_prefix on` runs each group's prompt once, and base "
+                   f"`{s.base}` (gpt-oss) attends through sliding windows and sinks, which that path does not "
+                   "compute", span, "remove `shared_prefix on` for this base")
+    elif s.per_device_batch == 1:
+        sink.warning("W532", f"stage `{s.name}`: `shared_prefix on` shares a prompt between the completions of a "
+                     "forward pass, and `per_device_batch` is 1, so there is nothing to share", span,
+                     f"raise `per_device_batch` to a multiple of `group` ({s.group}) in `stage {s.name}`, or "
+                     "remove `shared_prefix on`")
 
 
 def _check_warm_up(s: Stage, block: Block | None, sink) -> None:

@@ -212,17 +212,17 @@ AttentionInterface.register(SHARED_PREFIX, shared_prefix_attention)
 AttentionMaskInterface.register(SHARED_PREFIX, sdpa_mask)
 
 
-def use_shared_prefix(model) -> None:
+def use_shared_prefix(model, fix: str = "train it with `sampler random`") -> None:
     """Make ``model`` (a PreTrainedModel, or a PEFT model around one) attend with ``shared_prefix_attention``.
 
     Its pieces run on sdpa whatever kernel the model had; a batch without ``prefix_groups``
     attends as sdpa does. The setting is not saved with the model (transformers drops it from
-    config.json).
+    config.json). ``fix`` ends the message of a model the path cannot take: the setting to change.
     """
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     text_config = base.config.get_text_config()
     if getattr(text_config, "sliding_window", None) is not None and getattr(text_config, "use_sliding_window", True):
         raise SharedPrefixError(f"{type(base).__name__} attends within a sliding window of "
                                 f"{text_config.sliding_window} tokens, which the shared-prefix path does not "
-                                "compute; train it with `sampler random`")
+                                f"compute; {fix}")
     base.set_attn_implementation(SHARED_PREFIX)

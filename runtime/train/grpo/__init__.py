@@ -26,7 +26,8 @@ The modules, in the order a run uses them:
 - :mod:`.rewards` scores a rollout, one TRL reward function per component;
 - :mod:`.measuring` measures the policy's reward before and after training;
 - :mod:`.trainer` runs ``GRPOTrainer`` and writes the model, metrics and summary, with
-  the reward curves of :mod:`.plots`.
+  the reward curves of :mod:`.plots`; with ``shared_prefix on`` its log-prob forwards run
+  each group's prompt once (:mod:`.prompt_groups`).
 
 Heavy imports (torch, transformers, trl) happen inside functions, so importing this
 package is cheap.

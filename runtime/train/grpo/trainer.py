@@ -27,7 +27,7 @@ from runtime.train.grpo.rows import (build_rows, completion_room, load_measure_t
 from runtime.train.loss_head import score_trained_positions_in
 from runtime.train.precision import load_for_training
 
-__all__ = ["grpo_config", "is_main_process", "train_grpo"]
+__all__ = ["grpo_config", "is_main_process", "prepare_scoring", "train_grpo"]
 
 
 def grpo_config(job: GRPOJob):
@@ -41,6 +41,26 @@ def grpo_config(job: GRPOJob):
     except TypeError as exc:
         raise GRPOSetupError(f"the plan's trl_config.json does not fit this TRL version: {exc}; "
                              "recompile the recipe with the craft installed here") from None
+
+
+def prepare_scoring(trainer, job: GRPOJob) -> dict:
+    """How ``trainer`` scores completions, set up as the plan says; returns what was set up.
+
+    On CPU, completions are scored without projecting their prompts (runtime.train.loss_head).
+    With ``shared_prefix on`` every log-prob forward runs each group's prompt once
+    (runtime.train.grpo.prompt_groups).
+    """
+    from runtime.train.grpo.prompt_groups import score_group_prompts_once
+    from runtime.train.prefix_groups import SharedPrefixError
+
+    done = {"cpu_head": score_trained_positions_in(trainer, trainer.temperature), "shared_prefix": False}
+    if job.stage.get("shared_prefix", "off") == "on":
+        try:
+            score_group_prompts_once(trainer)
+        except SharedPrefixError as exc:
+            raise GRPOSetupError(f"`shared_prefix on`: {exc}") from None
+        done["shared_prefix"] = True
+    return done
 
 
 def _last_checkpoint(path: Path) -> str | None:
@@ -139,8 +159,7 @@ def train_grpo(job: GRPOJob) -> dict:
                 job, policy, tokenizer, sandbox, probe, terms, llm_judge=llm_judge))]
             if job.stage.get("measure_every") else None,
         )
-        # On CPU, completions are scored without projecting their prompts (runtime.train.loss_head).
-        score_trained_positions_in(trainer, trainer.temperature)
+        prepare_scoring(trainer, job)
         counts = parameter_counts(trainer.model)
         trainer.train(resume_from_checkpoint=_last_checkpoint(out / "checkpoints"))
         after = measure(job, trainer.model, tokenizer, sandbox, probe, terms, llm_judge=llm_judge,
