@@ -21,10 +21,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$WORK/venv-verl"
 CRAFT_PY="${CRAFT_PYTHON:-$ROOT/.venv/bin/python}"
 # The smoke profile's grpo line, as the recipe has it, and the same stage on verl: the
-# TRL-only settings (`measure`, `history policy`) left out and dynamic sampling turned off,
+# TRL-only settings (`measure`, `history policy`) left out, dynamic sampling and the default's
+# measurement between steps turned off (`measure_every 0`),
 # since verl refuses them (E516); the fresh rows stay (verl plays the same rows).
 SMOKE_GRPO='^(    stage grpo \{ steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2)  measure 1  history policy  (fresh_instances 1)  dynamic_sampling 1 \}$'
-VERL_GRPO='\1  history reference  \2  dynamic_sampling 0  engine verl  rollout vllm  parallel fsdp2  gpus 1 }'
+VERL_GRPO='\1  history reference  \2  dynamic_sampling 0  measure_every 0  engine verl  rollout vllm  parallel fsdp2  gpus 1 }'
 
 run() {
   echo "+ $*"

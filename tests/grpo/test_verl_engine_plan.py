@@ -17,11 +17,11 @@ from craftc.ir import GRPO_VERL_ONLY, TRL_ONLY, VERL_ONLY, GRPOStage
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "recipes/ads_analytics.craft"
 SMOKE_GRPO = "stage grpo { steps 2  group 2  max_new_tokens 48  batch 2  per_device_batch 2  measure 1  history policy  fresh_instances 1  dynamic_sampling 1 }"
-# `measure`, `history policy` and dynamic sampling are TRL's (E516 under verl): the verl stage is
+# `measure`, `history policy`, dynamic sampling and `measure_every` are TRL's (E516 under verl): the verl stage is
 # the smoke stage without them, on SFT's rows (the step tests below stand in a one-workflow gate,
 # which fresh rows could not be drawn for).
 VERL_GRPO = SMOKE_GRPO.replace("  measure 1  history policy  fresh_instances 1  dynamic_sampling 1 }",
-                               "  rows sft  dynamic_sampling 0  engine verl  rollout vllm  parallel fsdp2  gpus 1 }")
+                               "  rows sft  dynamic_sampling 0  measure_every 0  engine verl  rollout vllm  parallel fsdp2  gpus 1 }")
 VERL_FILES = {"launch.sh", "verl_overrides.txt", "tool_config.yaml", "agent_loop.yaml", "reward.py", "rl_data.json"}
 
 
@@ -52,11 +52,12 @@ def test_diff_between_the_trl_and_verl_cluster_profiles_shows_only_the_engine_an
     added = [set(b) - set(a) for a, b in zip(old["stages"], new["stages"])]
     assert added == [set(), {*VERL_ONLY, *GRPO_VERL_ONLY}] and not set(VERL_ONLY) & set(old["stages"][1])
     # And the TRL-only settings go, with TRL's vLLM mode: verl always colocates vLLM. (A setting
-    # plan.json omits at its default, such as `measure_every 0`, is in neither plan.)
+    # plan.json omits at its default, such as `shared_prefix off`, is in neither plan.)
     omitted = {name for name, info in GRPOStage.model_fields.items() if info.exclude_if is not None}
-    assert omitted & set(TRL_ONLY) and not omitted & set(old["stages"][1])
+    trl_plan = set(old["stages"][1])
+    assert set(TRL_ONLY) - trl_plan <= omitted and "measure_every" in trl_plan   # the default measures every 4 steps
     assert [set(a) - set(b) for a, b in zip(old["stages"], new["stages"])] == [
-        set(), {"vllm_mode", *TRL_ONLY} - omitted]
+        set(), {"vllm_mode", *TRL_ONLY} & trl_plan]
     assert (new["stages"][1]["tensor_parallel"], new["stages"][1]["expert_parallel"]) != (1, 1)
     assert {k for k in old if old[k] != new[k] and k != "stages"} == {"profile"}
 
