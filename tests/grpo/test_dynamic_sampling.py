@@ -57,6 +57,35 @@ def test_groups_that_are_not_whole_are_left_as_they_are():
     assert keys == ["a", "b"] and dynamic.per_step[-1]["unaligned"] is True
 
 
+def test_a_measurement_between_steps_leaves_the_random_streams_of_training_as_they_were():
+    import random
+    from types import SimpleNamespace
+
+    import torch
+
+    from runtime.train.grpo.measuring import measure_every_callback
+
+    def measure_model(model):           # what measure() does to the generators: seeds, then draws
+        torch.manual_seed(0)
+        random.seed(0)
+        return {"total": float(torch.rand(1)) + random.random()}
+
+    callback = measure_every_callback(2, measure_model)
+    torch.manual_seed(123)
+    random.seed(123)
+    expected = (torch.rand(3), random.random())
+    torch.manual_seed(123)
+    random.seed(123)
+    state = SimpleNamespace(global_step=2, max_steps=4, log_history=[])
+    callback.on_step_end(None, state, None, model=None)
+    assert [h["step"] for h in state.log_history] == [2] and "measured/total" in state.log_history[0]
+    drawn = (torch.rand(3), random.random())
+    assert torch.equal(drawn[0], expected[0]) and drawn[1] == expected[1]
+    state.global_step = 3               # not a multiple of measure_every: nothing measured
+    callback.on_step_end(None, state, None, model=None)
+    assert len(state.log_history) == 1
+
+
 def test_paired_change_is_clustered_by_instance_and_refuses_other_rollouts():
     before = [("i1", {"total": 0.5, "outcome": 0.0, "exec_success": 1.0}),
               ("i1", {"total": 0.5, "outcome": 0.0, "exec_success": 1.0}),

@@ -7,6 +7,8 @@ score a training rollout.
 
 from __future__ import annotations
 
+import random
+
 from runtime.train.grpo.job import GRPOJob, reward_spec
 from runtime.train.grpo.rewards import score_episode
 from runtime.train.grpo.rollout import play
@@ -78,14 +80,20 @@ def measure_every_callback(every: int, measure_model):
     trainer's log history as ``measured/<component>`` at its step, so it is saved with the
     checkpoints (a resumed run keeps the points it had) and lands in ``metrics.jsonl``.
     The last step is left to the after-training measurement, which is the same one.
+    A measurement seeds the random generators (:func:`measure`); their states are put back
+    after it, so that measuring does not change what the later steps sample and train.
     """
+    import torch
     from transformers import TrainerCallback   # here, so importing this module stays light
 
     class MeasureEvery(TrainerCallback):
         def on_step_end(self, args, state, control, model=None, **kwargs):
             step = state.global_step
             if every and step % every == 0 and step < state.max_steps:
-                point = measure_model(model)
+                python_state = random.getstate()
+                with torch.random.fork_rng(devices=range(torch.cuda.device_count())):
+                    point = measure_model(model)
+                random.setstate(python_state)
                 state.log_history.append({"step": step, **{MEASURED + k: v for k, v in point.items()}})
 
     return MeasureEvery()
