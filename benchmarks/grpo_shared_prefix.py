@@ -30,9 +30,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
+
+from shared_prefix_train import peak_resident_above   # benchmarks/ is this script's dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -123,11 +124,6 @@ def logps(trainer, batch: dict):
                                                           batch["completion_ids"].size(1))[0]
 
 
-def resident_mb() -> float:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
 def step_memory_mb(trainer, batch: dict) -> float:
     """Peak memory of one step above what was held before it: torch's on a GPU, resident on CPU."""
     import torch
@@ -138,19 +134,7 @@ def step_memory_mb(trainer, batch: dict) -> float:
         torch.cuda.reset_peak_memory_stats()
         step(trainer, batch)
         return (torch.cuda.max_memory_allocated() - before) / 2**20
-    before, peak, done = resident_mb(), [0.0], threading.Event()
-
-    def watch():        # sampled every 2 ms: the process's lifetime peak is the model load's
-        while not done.is_set():
-            peak[0] = max(peak[0], resident_mb())
-            time.sleep(0.002)
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    step(trainer, batch)
-    done.set()
-    watcher.join()
-    return max(peak[0], resident_mb()) - before
+    return peak_resident_above(lambda: step(trainer, batch))
 
 
 def memory_probe(args) -> None:

@@ -113,12 +113,9 @@ def resident_mb() -> float:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def memory_probe(args) -> None:
-    """The highest resident memory during one step, above what the process held before it
+def peak_resident_above(run) -> float:
+    """The highest resident memory while ``run()`` runs, above what the process held before it
     (sampled every 2 ms: the process's lifetime peak is the model load's for a small batch)."""
-    model = load(args.memory_probe, args.shared)
-    batch = collate(examples_for(args, args.memory_probe, args.batch[0], model.config.vocab_size), args.shared,
-                    model.config.pad_token_id or 0)
     before, peak, done = resident_mb(), [0.0], threading.Event()
 
     def watch():
@@ -128,10 +125,18 @@ def memory_probe(args) -> None:
 
     watcher = threading.Thread(target=watch)
     watcher.start()
-    step(model, batch)
+    run()
     done.set()
     watcher.join()
-    print(json.dumps({"step_mb": max(peak[0], resident_mb()) - before}))
+    return max(peak[0], resident_mb()) - before
+
+
+def memory_probe(args) -> None:
+    """The highest resident memory during one step, above what the process held before it."""
+    model = load(args.memory_probe, args.shared)
+    batch = collate(examples_for(args, args.memory_probe, args.batch[0], model.config.vocab_size), args.shared,
+                    model.config.pad_token_id or 0)
+    print(json.dumps({"step_mb": peak_resident_above(lambda: step(model, batch))}))
 
 
 def main() -> None:
