@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from runtime.train.grpo import GRPOJob, train_grpo
+from runtime.train.grpo import train_grpo
 from runtime.train.grpo.measuring import paired_change
 from runtime.train.grpo.rollout import DynamicSampling
 from tests.agent.warehouse import task_dict
-from tests.grpo.test_grpo import PLAIN, STAGE, TRL, WEIGHTS
+from tests.grpo.test_grpo import STAGE, TRL, tiny_job
 
 OUTCOMES = {"a": [1.0, 1.0], "b": [0.0, 1.0], "c": [0.0, 1.0], "d": [0.0, 0.0]}
 
@@ -102,17 +102,11 @@ def test_paired_change_is_clustered_by_instance_and_refuses_other_rollouts():
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, warehouse, tiny_model):
-    model, tok = tiny_model
     root = tmp_path_factory.mktemp("grpo_dynamic")
-    model.save_pretrained(root / "sft")
-    tok.save_pretrained(root / "sft")
-    (root / "train.json").write_text(json.dumps([task_dict(n, f"i{n}") for n in (2, 3)]))
     (root / "dev.json").write_text(json.dumps([task_dict(4, "dev4")]))
-    job = GRPOJob(model_dir=str(root / "sft"), instances=str(root / "train.json"), warehouse=str(warehouse),
-                  out_dir=str(root / "out"), system_prompt="Answer with THINK, PLAN, CODE.",
-                  reward={"weights": WEIGHTS, "aggregate": "sum", "penalties": {}, "step_rewards": True},
-                  stage={**STAGE, "dynamic_sampling": 1, "rows": "fresh", "measure_every": 1}, trl={**TRL, "max_steps": 2}, **PLAIN,
-                  measure_instances=str(root / "dev.json"))
+    job = tiny_job(root, warehouse, tiny_model,
+                   stage={**STAGE, "dynamic_sampling": 1, "rows": "fresh", "measure_every": 1},
+                   trl={**TRL, "max_steps": 2}, measure_instances=str(root / "dev.json"))
     return job, train_grpo(job)
 
 

@@ -21,18 +21,24 @@ PLAIN = {"wording": {"user": "{ask}", "tool": "Output of the CODE block:\n{outpu
          "fmt": {"think": "THINK", "plan": "PLAN", "code": "CODE", "answer": "ANSWER"}, "workers": 2, "secret_env": [], "seed": 0}
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory, warehouse, tiny_model):
+def tiny_job(root, warehouse, tiny_model, penalties: dict | None = None, **settings) -> GRPOJob:
+    """A GRPO job on the tiny model (saved as its SFT model under ``root``) and two training
+    instances; ``settings`` replace GRPOJob's fields (stage, trl, peft, measure_instances, ...)."""
     model, tok = tiny_model
-    root = tmp_path_factory.mktemp("grpo")
     model.save_pretrained(root / "sft")
     tok.save_pretrained(root / "sft")
     (root / "train.json").write_text(json.dumps([task_dict(n, f"i{n}") for n in (2, 3)]))
-    job = GRPOJob(model_dir=str(root / "sft"), instances=str(root / "train.json"), warehouse=str(warehouse),
-                  out_dir=str(root / "out"), system_prompt="Answer with THINK, PLAN, CODE.",
-                  reward={"weights": WEIGHTS, "aggregate": "sum",
-                          "penalties": {"select_star": 0.05}, "step_rewards": True},
-                  stage=STAGE, trl=TRL, **PLAIN)
+    return GRPOJob(**{"model_dir": str(root / "sft"), "instances": str(root / "train.json"),
+                      "warehouse": str(warehouse), "out_dir": str(root / "out"),
+                      "system_prompt": "Answer with THINK, PLAN, CODE.",
+                      "reward": {"weights": WEIGHTS, "aggregate": "sum", "penalties": penalties or {},
+                                 "step_rewards": True},
+                      "stage": STAGE, "trl": TRL, **PLAIN, **settings})
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, warehouse, tiny_model):
+    job = tiny_job(tmp_path_factory.mktemp("grpo"), warehouse, tiny_model, penalties={"select_star": 0.05})
     with craft_head_calls() as head_calls:
         summary = train_grpo(job)
     return job, {**summary, "head_calls": head_calls}

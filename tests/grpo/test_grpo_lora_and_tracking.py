@@ -6,9 +6,8 @@ from pathlib import Path
 import pytest
 
 from runtime.tracking import read_scalars
-from runtime.train.grpo import GRPOJob, train_grpo
-from tests.agent.warehouse import task_dict
-from tests.grpo.test_grpo import PLAIN, STAGE, TRL, WEIGHTS
+from runtime.train.grpo import train_grpo
+from tests.grpo.test_grpo import TRL, WEIGHTS, tiny_job
 
 # What `craftc compile` writes for `lora { r 4  alpha 8  dropout 0  targets q_proj, v_proj }`.
 PEFT = {"r": 4, "lora_alpha": 8.0, "lora_dropout": 0.0, "target_modules": ["q_proj", "v_proj"],
@@ -17,16 +16,8 @@ PEFT = {"r": 4, "lora_alpha": 8.0, "lora_dropout": 0.0, "target_modules": ["q_pr
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, warehouse, tiny_model):
-    model, tok = tiny_model
-    root = tmp_path_factory.mktemp("grpo_lora")
-    model.save_pretrained(root / "sft")
-    tok.save_pretrained(root / "sft")
-    (root / "train.json").write_text(json.dumps([task_dict(n, f"i{n}") for n in (2, 3)]))
-    job = GRPOJob(model_dir=str(root / "sft"), instances=str(root / "train.json"), warehouse=str(warehouse),
-                  out_dir=str(root / "out"), system_prompt="Answer with THINK, PLAN, CODE.",
-                  reward={"weights": WEIGHTS, "aggregate": "sum", "penalties": {}, "step_rewards": True},
-                  stage=STAGE, trl={**TRL, "max_steps": 2, "report_to": "tensorboard", "run_name": "t-grpo-0"},
-                  peft=PEFT, **PLAIN)
+    job = tiny_job(tmp_path_factory.mktemp("grpo_lora"), warehouse, tiny_model,
+                   trl={**TRL, "max_steps": 2, "report_to": "tensorboard", "run_name": "t-grpo-0"}, peft=PEFT)
     return job, train_grpo(job)
 
 

@@ -303,19 +303,12 @@ def test_pack_rows_leaves_a_mask_of_another_shape_to_trl():
 def test_train_grpo_with_shared_prefix_on_packs_every_loss_forward(tmp_path, warehouse, tiny_model):
     # The whole run (rollouts in the sandbox, TRL's loop, measurements with the patched model):
     # each step's loss forward is one packed row through craft's CPU head.
-    from runtime.train.grpo import GRPOJob, train_grpo
-    from tests.agent.warehouse import task_dict
-    from tests.grpo.test_grpo import PLAIN, STAGE, TRL, WEIGHTS
+    from runtime.train.grpo import train_grpo
+    from tests.grpo.test_grpo import STAGE, TRL, tiny_job
     from tests.train.train_support import craft_head_calls
 
-    model, tok = tiny_model
-    model.save_pretrained(tmp_path / "sft")
-    tok.save_pretrained(tmp_path / "sft")
-    (tmp_path / "train.json").write_text(json.dumps([task_dict(n, f"i{n}") for n in (2, 3)]))
-    job = GRPOJob(model_dir=str(tmp_path / "sft"), instances=str(tmp_path / "train.json"), warehouse=str(warehouse),
-                  out_dir=str(tmp_path / "out"), system_prompt="Answer with THINK, PLAN, CODE.",
-                  reward={"weights": WEIGHTS, "aggregate": "sum", "penalties": {}, "step_rewards": True},
-                  stage={**STAGE, "measure": 1, "shared_prefix": "on"}, trl={**TRL, "max_steps": 2}, **PLAIN)
+    job = tiny_job(tmp_path, warehouse, tiny_model, stage={**STAGE, "measure": 1, "shared_prefix": "on"},
+                   trl={**TRL, "max_steps": 2})
     packed = []
     real = prompt_groups.packed_logps
     with pytest.MonkeyPatch.context() as patch, craft_head_calls() as head_calls:
