@@ -146,3 +146,12 @@ def test_the_measured_rows_are_played_every_measure_every_steps_and_plotted(trai
     assert [entry["step"] for entry in logged if "measured/total" in entry] == [1]
     assert "measured_score.png" in summary["plots"]
     assert (Path(job.out_dir) / "measured_score.png").stat().st_size > 0
+
+
+def test_nothing_measured_draws_no_plot(tmp_path):
+    from runtime.train.grpo.plots import plot_measured
+
+    assert plot_measured([{"step": 0}, {"step": 2}], "training rows", tmp_path) == []
+    assert not (tmp_path / "measured_score.png").exists()
+    assert plot_measured([{"step": 0, "total": 0.4}, {"step": 2, "total": 0.5}], "dev", tmp_path) == [
+        "measured_score.png"]

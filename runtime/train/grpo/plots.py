@@ -28,7 +28,10 @@ def plot_curves(log_history: list[dict], components: tuple[str, ...], out: Path)
 
 
 def plot_measured(curve: list[dict], measured_on: str, out: Path) -> list[str]:
-    """The measured rows' greedy R_total, outcome and execution success over the steps."""
+    """The measured rows' greedy R_total, outcome and execution success over the steps; no
+    plot when nothing was measured (`measure 0`)."""
+    if not any("total" in point for point in curve):
+        return []
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

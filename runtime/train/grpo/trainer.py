@@ -54,7 +54,7 @@ def prepare_scoring(trainer, job: GRPOJob) -> dict:
     from runtime.train.prefix_groups import SharedPrefixError
 
     done = {"cpu_head": score_trained_positions_in(trainer, trainer.temperature), "shared_prefix": False}
-    if job.stage.get("shared_prefix", "off") == "on":
+    if job.stage.get("shared_prefix") == "on":    # absent from the plan at its default, off
         try:
             score_group_prompts_once(trainer)
         except SharedPrefixError as exc:
