@@ -687,6 +687,13 @@ CODES: dict[str, CodeInfo] = {
                "nothing is saved.",
                "stage grpo { from sft  group 4  batch 4  per_device_batch 1  shared_prefix on }",
                "stage grpo { from sft  group 4  batch 16  per_device_batch 16  shared_prefix on }"),
+    "E533": _c("biased rollouts sampled by vLLM",
+               "A grpo stage sets `copy_bias` and rolls out with vLLM (`rollout vllm`).",
+               "The copy bias is a logits processor of craft's transformers generator. TRL's vLLM rollouts are "
+               "sampled inside vLLM, which craft hands no per-conversation bias, so the setting would do "
+               "nothing while the plan said it did.",
+               "stage grpo { from sft  rollout vllm  copy_bias 2 }",
+               "stage grpo { from sft  rollout transformers  copy_bias 2 }"),
     # ------------------------------------------------------------ importing schemas (craftc import)
     "E901": _c("import source does not exist",
                "The database, SQL file or dbt project named for `craftc import` is not there.",

@@ -751,6 +751,16 @@ class GRPOStage(StageBase):
                                "greedily, their rewards logged and plotted over the steps (`measured_score.png`); "
                                "0: before and after only",
                                json_schema_extra=_surface(engine="trl"))
+    # Eval decodes with `eval { copy_bias }`. Rollouts sampled without it fail mostly where
+    # eval's decoding would have copied an asked name, so GRPO's advantages point at mistakes
+    # eval does not make; with the same bias the rollouts and the measurement decode as eval.
+    # TRL scores the sampled tokens under the unbiased policy (no importance correction on the
+    # transformers rollout), so the bias only chooses which completions are sampled.
+    copy_bias: float = Field(0.0, ge=0, le=20, exclude_if=_omitted_at(0.0),
+                             description="grpo: added to the logit of every token that writes a word of the "
+                             "questions asked so far, as rollouts and the measurement decode (as `eval { "
+                             "copy_bias }` does in eval); 0: plain sampling. `rollout transformers` only",
+                             json_schema_extra=_surface(engine="trl"))
     # A conversation's later turns continue from what the policy itself wrote earlier
     # (what it meets at inference); `reference` conditions them on the reference turns.
     # verl's rows are always one user turn each on the reference turns (E516 refuses `policy`).
@@ -832,7 +842,7 @@ class EvalSpec(Node):
     max_turns: int = Field(3, ge=1, le=64, description="agent turns per eval conversation")
     # A decoding aid for a small model that recalls training questions instead of copying
     # the asked one (runtime/agent/copy_bias.py); every arm decodes with it, so the
-    # stuffed control too. GRPO samples without it.
+    # stuffed control too. GRPO samples without it unless `stage grpo { copy_bias }` says.
     copy_bias: float = Field(
         0.0, ge=0, le=20, exclude_if=_omitted_at(0.0),
         description="added to the logit of every token that writes a word of the questions asked so "

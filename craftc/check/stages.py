@@ -42,6 +42,7 @@ def check_stages(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink,
         _check_warm_up(s, block, sink)
         _check_sampler(recipe, s, block, sink)
         _check_shared_prompts(recipe, s, block, sink)
+        _check_rollout_copy_bias(s, block, sink)
     _check_cycles(recipe.stages, blocks, sink)
     _check_budget(decl, recipe, blocks, models, sink, solutions or {})
 
@@ -223,6 +224,18 @@ def _check_shared_prompts(recipe: Recipe, s: Stage, block: Block | None, sink) -
                      "forward pass, and `per_device_batch` is 1, so there is nothing to share", span,
                      f"raise `per_device_batch` to a multiple of `group` ({s.group}) in `stage {s.name}`, or "
                      "remove `shared_prefix on`")
+
+
+def _check_rollout_copy_bias(s: Stage, block: Block | None, sink) -> None:
+    # The bias is a logits processor of craft's transformers generator; TRL's vLLM rollout
+    # samples in vLLM, which craft hands no per-conversation bias. Under `engine verl` the
+    # setting is E516's.
+    if not isinstance(s, GRPOStage) or not s.copy_bias or s.engine != "trl" or s.rollout == "transformers":
+        return
+    sink.error("E533", f"stage `{s.name}`: `copy_bias {s.copy_bias:g}` biases the rollouts craft's transformers "
+               f"generator samples, and `rollout {s.rollout}` samples them in vLLM, which is given no bias",
+               (setting_span(block, "copy_bias") or block.name_span) if block else s.span,
+               f"write `rollout transformers` in `stage {s.name}`, or remove `copy_bias`")
 
 
 def _check_warm_up(s: Stage, block: Block | None, sink) -> None:

@@ -172,3 +172,43 @@ def test_measuring_decodes_a_stages_per_device_batch_of_rollouts_per_call(tiny_m
                         lambda self, conversations: calls.append(len(conversations)) or real(self, conversations))
     measure(measured, model, tok, sandbox, list(plays.values()), samples=2)   # 2 rows x 2 samples
     assert calls[0] == 3 and sum(calls[:2]) == 4      # the first model call: 3 of the 4 rollouts, then 1
+
+
+def test_rollouts_and_the_measurement_decode_with_the_stages_copy_bias(tiny_model, sandbox, monkeypatch):
+    """`stage grpo { copy_bias B }`: the rollouts a step trains on and the measured rows are decoded with
+    the asked words raised, as eval decodes; a plan without the setting samples plainly."""
+    import copy
+    from types import SimpleNamespace
+
+    from runtime.agent import generate as generate_module
+    from runtime.agent.copy_bias import asked_token_ids
+    from runtime.train.grpo.measuring import measure
+    from runtime.train.grpo.rollout import make_rollout_func
+
+    model, tok = tiny_model
+    tok = copy.deepcopy(tok)
+    tok.eos_token = "<|im_start|>"       # the untrained model would end its turn at once
+    stage = {"group": 2, "max_turns": 1, "max_new_tokens": 6, "temperature": 1.0, "history": "policy",
+             "per_device_batch": 2}
+    seen = []
+    real = generate_module.HFGenerator._batch
+    monkeypatch.setattr(generate_module.HFGenerator, "_batch",
+                        lambda self, conversations: seen.append(self.copy_bias) or real(self, conversations))
+    trainer = SimpleNamespace(use_vllm=False, model=model, accelerator=SimpleNamespace(unwrap_model=lambda m: m))
+    tasks = [AgentTask.from_dict(task_dict(2, "top_budget-0"))]
+
+    biased = GRPOJob(**JOB, stage={**stage, "copy_bias": 20.0})
+    rows, plays = build_rows(biased, sandbox, tasks)
+    out = make_rollout_func(biased, tok, sandbox, plays)([rows[0]["prompt"]] * 2, trainer)
+    # At 20 a random tiny model writes nothing but its question's tokens.
+    asked = set(asked_token_ids(tok, plays[rows[0]["row_key"]].prompt))
+    first_call = [ids[:6] for ids in out["completion_ids"]]
+    assert all(len(ids) == 6 and set(ids) <= asked for ids in first_call)
+    measure(biased, model, tok, sandbox, list(plays.values()))
+    assert seen and set(seen) == {20.0}
+
+    seen.clear()
+    plain = GRPOJob(**JOB, stage=stage)          # as plan.json carries it at the default: absent
+    make_rollout_func(plain, tok, sandbox, plays)([rows[0]["prompt"]] * 2, trainer)
+    measure(plain, model, tok, sandbox, list(plays.values()))
+    assert seen and set(seen) == {0.0}

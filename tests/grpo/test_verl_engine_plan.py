@@ -76,7 +76,7 @@ def _with_verl_grpo_setting(tmp_path, setting: str):
     return recipe
 
 
-@pytest.mark.parametrize("setting", ["measure 8", "measure_every 4", "history policy", "dynamic_sampling 1", "lora { r 8 }",
+@pytest.mark.parametrize("setting", ["measure 8", "measure_every 4", "copy_bias 2", "history policy", "dynamic_sampling 1", "lora { r 8 }",
                                      "trl { save_total_limit 3 }"])
 def test_a_trl_only_setting_on_a_verl_stage_is_e516_at_its_line(tmp_path, setting):
     """What only TRL's GRPO reads would be silently dropped under `engine verl`: refused instead."""

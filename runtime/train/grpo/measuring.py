@@ -11,7 +11,7 @@ import random
 
 from runtime.train.grpo.job import GRPOJob, reward_spec
 from runtime.train.grpo.rewards import score_episode
-from runtime.train.grpo.rollout import play
+from runtime.train.grpo.rollout import play, rollout_copy_bias
 from runtime.train.grpo.rows import RolloutTask
 
 __all__ = ["measure", "paired_change", "measure_every_callback", "measured_curve", "MEASURED"]
@@ -43,6 +43,7 @@ def measure(job: GRPOJob, model, tokenizer, sandbox, probe: list[RolloutTask], t
     generate = HFGenerator(model, tokenizer, max_new_tokens=job.stage["max_new_tokens"],
                            batch_size=job.stage["per_device_batch"],
                            do_sample=samples > 0, temperature=job.stage["temperature"], frozen=True,
+                           copy_bias=rollout_copy_bias(job),   # decoded as the rollouts are
                            logprobs=False)   # scored by rewards only
     tasks = [task for task in probe for _ in range(max(samples, 1))]
     torch.manual_seed(job.seed)

@@ -17,7 +17,8 @@ from __future__ import annotations
 from runtime.train.grpo.job import GRPOJob, GRPOSetupError
 from runtime.train.grpo.rows import RolloutTask, prompt_key
 
-__all__ = ["UNKNOWN_LOGPROB", "completion_tokens", "play", "DynamicSampling", "make_rollout_func"]
+__all__ = ["UNKNOWN_LOGPROB", "completion_tokens", "play", "DynamicSampling", "make_rollout_func",
+           "rollout_copy_bias"]
 
 # What TRL's GRPOTrainer takes for a log-prob the sampler did not report (it maps vLLM's
 # `None` to it too, and zeroes the importance-sampling difference there).
@@ -163,6 +164,16 @@ class DynamicSampling:
         return keys, results
 
 
+def rollout_copy_bias(job: GRPOJob) -> float:
+    """``stage grpo { copy_bias }``: what rollouts and the measurement add to the asked words' logits.
+
+    A plan carries it only where a recipe sets it; absent, it is the IR's default (no bias).
+    """
+    from craftc.ir import GRPOStage
+
+    return float(job.stage.get("copy_bias", GRPOStage.model_fields["copy_bias"].default))
+
+
 def make_rollout_func(job: GRPOJob, tokenizer, sandbox, plays: dict[str, RolloutTask], dynamic=None,
                       outcome_of=None):
     """TRL ``rollout_func``: each prompt's turns played by the policy, tool and user tokens masked out.
@@ -184,7 +195,8 @@ def make_rollout_func(job: GRPOJob, tokenizer, sandbox, plays: dict[str, Rollout
         else:
             generate = HFGenerator(trainer.accelerator.unwrap_model(trainer.model), tokenizer,
                                    max_new_tokens=job.stage["max_new_tokens"], do_sample=True,
-                                   temperature=job.stage["temperature"], batch_size=len(prompts))
+                                   temperature=job.stage["temperature"], batch_size=len(prompts),
+                                   copy_bias=rollout_copy_bias(job))
 
         def play_keys(keys: list[str]) -> list[tuple]:
             episodes, transcripts, generations = play(job, generate, sandbox, [plays[k] for k in keys],
