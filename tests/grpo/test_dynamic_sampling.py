@@ -127,6 +127,7 @@ def test_an_untrained_policy_fails_every_group_and_each_step_says_so(trained):
 def test_before_and_after_are_measured_on_dev_and_paired(trained):
     _, summary = trained
     assert summary["measured_on"] == "dev" and summary["measured_rows"] == 1
+    assert summary["copy_bias"] == 0.0          # decoded plainly: the stage sets no copy_bias
     greedy = summary["change"]["greedy"]["total"]
     assert greedy["n"] == 1 and greedy["clusters"] == 1
     assert greedy["value"] == pytest.approx(summary["after"]["total"] - summary["before"]["total"], abs=1e-5)

@@ -43,6 +43,9 @@ def run_grpo(ctx):
                 *([f"stages/{stage.name}/peft_config.json"] if stage.lora is not None else [])):
         ctx.artifact(rel)
     write_train_instances(ctx)
+    if stage.copy_bias:
+        ctx.console.print(f"grpo: rollouts and the measured rows decode with `copy_bias {stage.copy_bias:g}` (the "
+                          "asked words' logits raised, as eval decodes)")
     ctx.input_dir(SFT_FINAL.step)       # GRPO starts from the sft step's model: that step must have run
     judge_cache = _reward_judge_cache(ctx)
     # Paths relative to this config's directory: the run dir can move to another machine.
@@ -92,7 +95,7 @@ def _summary_metrics(step_dir: Path) -> dict:
             **{f"{when}_sampled_{k}": summary[f"{when}_sampled"][k] for when in ("before", "after")
                for k in ("total", "exec_success")},
             # Older summaries (before fresh rows) carry none of these.
-            **{k: summary[k] for k in ("measured_on", "rows_drawn") if k in summary},
+            **{k: summary[k] for k in ("measured_on", "rows_drawn", "copy_bias") if k in summary},
             **({"change_greedy_total": summary["change"]["greedy"]["total"]} if "change" in summary else {}),
             **({"dynamic_dropped": summary["dynamic_sampling"]["dropped"],
                 "dynamic_groups": summary["dynamic_sampling"]["groups"]} if "dynamic_sampling" in summary else {})}

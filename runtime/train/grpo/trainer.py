@@ -21,7 +21,7 @@ from runtime.train.grpo.job import GRPOJob, GRPOSetupError, json_text, reward_ll
 from runtime.train.grpo.measuring import measure, measure_every_callback, measured_curve, paired_change
 from runtime.train.grpo.plots import plot_curves, plot_measured
 from runtime.train.grpo.rewards import OUTCOME, make_reward_funcs, score_episode
-from runtime.train.grpo.rollout import DynamicSampling, make_rollout_func
+from runtime.train.grpo.rollout import DynamicSampling, make_rollout_func, rollout_copy_bias
 from runtime.train.grpo.rows import (build_rows, completion_room, load_measure_tasks, load_training_tasks,
                                      outcome_sources)
 from runtime.train.loss_head import score_trained_positions_in
@@ -185,6 +185,9 @@ def train_grpo(job: GRPOJob) -> dict:
         # What before and after were measured on, and after minus before paired over the same
         # rows (clustered by instance): greedy, and over `group` samples per row.
         "measured_on": measured_on, "rows_drawn": job.stage.get("rows", "sft"),
+        # What the rollouts and the measured rows decoded with (`stage grpo { copy_bias }`): a
+        # measurement with the bias is not comparable with one without it.
+        "copy_bias": rollout_copy_bias(job),
         # The greedy measurement over the steps (before, every `measure_every` steps, after).
         "curve": measured_curve(before, trainer.state.log_history, after, trainer.state.global_step),
         "change": {"greedy": paired_change(scores["after"], scores["before"]),
