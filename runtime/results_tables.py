@@ -13,7 +13,7 @@ In a Markdown file, the text between
 
 is every table of ``docs/results/NAME.json`` (a digest of ``craftc compare`` rows holds only
 ``differences``); ``results:NAME:PART`` (PART one of
-``metrics``, ``splits``, ``failures``, ``grpo``) is one of them. Commands::
+``metrics``, ``splits``, ``failures``, ``grpo``, ``timing``) is one of them. Commands::
 
     python -m runtime.results_tables            # rewrite README.md and docs/**/*.md
     python -m runtime.results_tables --check    # exit 1 and name the files that differ
@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "docs" / "results"
 DIGEST_VERSION = 2
-PARTS = ("metrics", "splits", "failures", "grpo", "differences", "replicates")
+PARTS = ("metrics", "splits", "failures", "grpo", "differences", "replicates", "timing")
 SPLIT_LABELS = {"eval_params": "held-out params, seen phrasings", "eval_phrasings": "held-out phrasings",
                 "eval_workflows": "held-out workflows",
                 "new_values": "new values, trained phrasings", "new_phrasing": "new phrasing and new values",
@@ -93,6 +93,8 @@ def digest(report: dict, source: str) -> dict:
                                       for a, r in rep["arms"].items()},
                              "differences": [{k: r[k] for k in ("a", "b", "mean", "sd", "ci", "per_replicate", "mde")}
                                              for r in rep["differences"]]}
+    if report.get("wall_time"):         # each step's wall time (runtime.report.training.step_wall_times)
+        out["wall_time"] = report["wall_time"]
     if report.get("failures"):
         out["failures"] = {arm: {"counts": dict(f["counts"]), "failed_turns": f["failed_turns"]}
                            for arm, f in report["failures"].items()}
@@ -270,6 +272,10 @@ def render(d: dict, part: str | None = None) -> str:
         return differences_table(d)
     if part == "replicates":
         return replicates_table(d)
+    if part == "timing":
+        from runtime.report.training import wall_time_line
+
+        return wall_time_line(d["wall_time"]) + "\n"
     if "metrics" not in d:          # a comparison of runs (`craftc compare`): its differences alone
         return differences_table(d)
     if d.get("split"):

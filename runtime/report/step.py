@@ -16,7 +16,7 @@ from runtime.layout import FUNNEL_JSON, GRPO_SUMMARY
 from runtime.report.table import COST_METRICS, build_table, markdown_table
 from runtime.report.comparison import (difference_text, markdown_differences, markdown_replicates, paired_differences,
                                        replicate_results)
-from runtime.report.training import arm_training, markdown_training, undertrained_baseline
+from runtime.report.training import arm_training, markdown_training, step_wall_times, undertrained_baseline, wall_time_line
 
 __all__ = ["build_report", "cost_ratios", "markdown_repairs", "missing_ratios", "nothing_passed", "read_episodes",
            "rich_table", "run_report"]
@@ -135,6 +135,9 @@ def build_report(eval_json: dict, run_dir: Path | None = None, replicates: int =
     training = arm_training(run_dir, report["arms"], report.get("grpo", {}).get("steps")) if run_dir else None
     if training:                        # each arm's steps, tokens and closing loss
         report["training"] = training
+    timing = step_wall_times(run_dir, replicates) if run_dir else None
+    if timing:                          # what each step cost in wall time when it ran
+        report["wall_time"] = timing
     # Why the comparison may not mean what it seems: report.md opens with them, the step prints them.
     report["read_with_care"] = [w for w in (nothing_passed(tables["all"]), undertrained_baseline(training, tables["all"]))
                                 if w] if "all" in tables else []
@@ -234,6 +237,9 @@ def render_markdown(report: dict) -> str:
                   "before GRPO." + (f" The stuffed baseline's budget: `eval {{ baseline_budget {budget} }}` "
                                     f"({BUDGET_MEANING.get(budget, '')})." if budget else "") + "\n\n",
                   markdown_training(report["training"])]
+    if report.get("wall_time"):
+        parts += [f"\n{wall_time_line(report['wall_time'])} Each step's time is the one it took when it ran "
+                  "(a step a later `craftc run` reused keeps it), read from its manifest.\n"]
     if "per_workflow" in report:
         parts += ["\n## Agent score per workflow\n\nUser turns passing, per workflow and held-out split.\n\n",
                   markdown_workflow_table(report["per_workflow"])]
@@ -389,6 +395,8 @@ def run_report(ctx):
         ctx.console.print(f"[yellow]report: {warning}[/yellow]")
     for line in coverage_lines(report):
         ctx.console.print(f"[yellow]report: {line.replace('**', '')}[/yellow]")
+    if report.get("wall_time"):
+        ctx.console.print(f"report: {wall_time_line(report['wall_time'])}")
     metrics.update({f"{m}_difference_{arm}": rows[m]["arms"][arm]["difference"]
                     for m in COST_METRICS for arm in report["arms"] if "difference" in rows[m]["arms"][arm]})
     return StepResult(metrics=metrics, outputs=("report.md", "report.json", *plots))

@@ -9,6 +9,8 @@ tokens and closing loss side by side, and says so when the baseline's code never
 
 Read from what the sft and grpo steps wrote (`sft/manifest.json`, each SFT arm's
 `metrics.jsonl`, and the GRPO steps of `grpo/grpo_summary.json`); nothing is recomputed.
+What the run cost in time (:func:`step_wall_times`) is read the same way, from each step's
+manifest, so the docs' timings are generated from a run, never typed.
 """
 
 from __future__ import annotations
@@ -18,11 +20,80 @@ from pathlib import Path
 
 from runtime.layout import EVAL_ARM_MODELS, MANIFEST
 
-__all__ = ["CLOSING_SHARE", "arm_training", "markdown_training", "undertrained_baseline"]
+__all__ = ["CLOSING_SHARE", "arm_training", "markdown_training", "step_wall_times", "undertrained_baseline",
+           "wall_time_line"]
 
 # The closing loss and token accuracy are means over this last share of the logged steps:
 # one step's loss (one conversation) moves by a factor of several from step to step.
 CLOSING_SHARE = 0.1
+
+
+# The steps a run's wall time is read from, in run order (runtime.runner.STEPS less the report,
+# which is still running when it reads them); the training steps also run once per replicate.
+TIMED_STEPS = ("world", "distill", "gate", "dataset", "sft", "grpo", "eval")
+REPLICATED = ("sft", "grpo", "eval")
+
+
+def _wall_s(step_dir: Path) -> float | None:
+    try:
+        manifest = json.loads((step_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    return manifest.get("wall_s") if manifest.get("status") == "complete" else None
+
+
+def step_wall_times(run_dir: str | Path, replicates: int = 1) -> dict | None:
+    """Each step's wall time when it ran, from its manifest; None when no step left one.
+
+    A step reused by a later `craftc run` keeps the time it took when it ran, so the total is
+    what the run's outputs cost, not what the last invocation spent. With replicates, the
+    extra ones' training steps (``replicates/r<k>/``) are summed apart.
+
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> for step, wall in (("world", 1.2), ("sft", 600.0)):
+    ...     (root / step).mkdir()
+    ...     _ = (root / step / MANIFEST).write_text(json.dumps({"status": "complete", "wall_s": wall}))
+    >>> step_wall_times(root)
+    {'steps': {'world': 1.2, 'sft': 600.0}, 'total_s': 601.2}
+    """
+    run_dir = Path(run_dir)
+    steps = {step: wall for step in TIMED_STEPS if (wall := _wall_s(run_dir / step)) is not None}
+    if not steps:
+        return None
+    out = {"steps": steps, "total_s": round(sum(steps.values()), 3)}
+    extra = [wall for r in range(1, replicates) for step in REPLICATED
+             if (wall := _wall_s(run_dir / "replicates" / f"r{r}" / step)) is not None]
+    if extra:
+        out["replicates_s"] = round(sum(extra), 3)
+    return out
+
+
+def _minutes(seconds: float) -> str:
+    """Seconds as minutes and seconds.
+
+    >>> _minutes(59.4), _minutes(1878.6)
+    ('59 s', '31 min 19 s')
+    """
+    seconds = round(seconds)
+    return f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"
+
+
+def wall_time_line(timing: dict) -> str:
+    """The run's wall time as one sentence: the data steps together, then each training step.
+
+    >>> wall_time_line({"steps": {"world": 1.1, "distill": 78.7, "gate": 57.8, "dataset": 4.9, "sft": 1052.5,
+    ...                 "grpo": 321.2, "eval": 361.7}, "total_s": 1877.9})
+    'The steps took 31 min 18 s: the data steps (world, distill, gate, dataset) 2 min 22 s, sft 17 min 32 s, grpo 5 min 21 s, eval 6 min 2 s.'
+    """
+    steps = timing["steps"]
+    data = [s for s in ("world", "distill", "gate", "dataset") if s in steps]
+    parts = [f"the data steps ({', '.join(data)}) {_minutes(sum(steps[s] for s in data))}"] if data else []
+    parts += [f"{s} {_minutes(steps[s])}" for s in REPLICATED if s in steps]
+    text = f"The steps took {_minutes(timing['total_s'])}: {', '.join(parts)}"
+    if timing.get("replicates_s"):
+        text += f"; the extra replicates' training {_minutes(timing['replicates_s'])} more"
+    return text + "."
 
 
 def _closing_means(metrics_path: Path) -> dict:

@@ -26,7 +26,8 @@ def test_no_doc_with_results_markers_is_stale():
 
 def test_the_check_command_fails_on_an_edited_table(tmp_path):
     (tmp_path / "docs" / "results").mkdir(parents=True)
-    (tmp_path / "docs" / "results" / "default.json").write_text((ROOT / "docs/results/default.json").read_text())
+    for source in (ROOT / "docs" / "results").glob("*.json"):     # the README reads several digests
+        (tmp_path / "docs" / "results" / source.name).write_text(source.read_text())
     readme = (ROOT / "README.md").read_text()
     (tmp_path / "README.md").write_text(readme.replace("| craft | ", "| craft | 99.9% ", 1))
     assert stale(tmp_path) == [tmp_path / "README.md"]

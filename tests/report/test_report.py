@@ -306,3 +306,26 @@ def test_the_report_says_how_each_arm_was_trained_and_warns_of_a_baseline_whose_
     md = render_markdown(build_report(evaluated, run))
     assert "`eval { baseline_budget steps }` (as many steps as the stripped arm" in md
     assert "Read with care" not in md
+
+
+def test_the_report_gives_each_steps_wall_time_from_its_manifest_and_the_docs_render_it(tmp_path):
+    """The timing the README shows is read from a run's manifests, never typed."""
+    from runtime.report import build_report, render_markdown
+    from runtime.results_tables import digest, render
+
+    run = tmp_path / "run"
+    for step, wall, status in (("world", 1.1, "complete"), ("distill", 78.7, "complete"), ("sft", 1052.5, "complete"),
+                               ("grpo", 321.2, "complete"), ("eval", 361.7, "staging")):
+        (run / step).mkdir(parents=True)
+        (run / step / "manifest.json").write_text(json.dumps({"status": status, "wall_s": wall}))
+    (run / "replicates" / "r1" / "sft").mkdir(parents=True)
+    (run / "replicates" / "r1" / "sft" / "manifest.json").write_text(json.dumps({"status": "complete", "wall_s": 600.0}))
+    report = build_report(EVAL, run, replicates=2)
+    # A step that did not finish (eval, still staging) has no time yet; replicate r1 counts apart.
+    assert report["wall_time"] == {"steps": {"world": 1.1, "distill": 78.7, "sft": 1052.5, "grpo": 321.2},
+                                   "total_s": 1453.5, "replicates_s": 600.0}
+    line = ("The steps took 24 min 14 s: the data steps (world, distill) 1 min 20 s, sft 17 min 32 s, "
+            "grpo 5 min 21 s; the extra replicates' training 10 min 0 s more.")
+    assert line in render_markdown(report)
+    assert render(digest(report, "a run"), "timing") == line + "\n"
+    assert "wall_time" not in build_report(EVAL, tmp_path / "no-run")
