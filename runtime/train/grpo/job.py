@@ -17,7 +17,7 @@ from pathlib import Path
 
 from runtime.layout import API_FACTORY
 
-__all__ = ["GRPOSetupError", "GRPOJob", "reward_spec", "reward_llm_judge", "schema_terms", "json_text"]
+__all__ = ["GRPOSetupError", "GRPOJob", "grpo_stage_defaults", "reward_spec", "reward_llm_judge", "schema_terms", "json_text"]
 
 
 def reward_llm_judge(job: "GRPOJob"):
@@ -32,6 +32,21 @@ def reward_llm_judge(job: "GRPOJob"):
     from runtime.rewards.judge import llm_judge_from_plan
 
     return llm_judge_from_plan(load_plan(Path(job.plan_dir)), job.plan_dir, job.judge_cache)
+
+
+def grpo_stage_defaults() -> dict:
+    """Every GRPO stage setting's IR default, as ``plan.json`` would write it.
+
+    >>> d = grpo_stage_defaults()
+    >>> d["copy_bias"], d["shared_prefix"], d["mask"][:1], "name" in d
+    (0.0, 'off', ['tool_outputs'], False)
+    """
+    from pydantic_core import to_jsonable_python
+
+    from craftc.ir import GRPOStage
+
+    return {name: to_jsonable_python(field.get_default(call_default_factory=True))
+            for name, field in GRPOStage.model_fields.items() if not field.is_required()}
 
 
 class GRPOSetupError(ValueError):
@@ -67,6 +82,12 @@ class GRPOJob:
     measure_instances: str | None = None          # the dev split, measured before and after (step config)
 
     STEP_KEYS = ("model_dir", "instances", "warehouse", "out_dir")
+
+    def __post_init__(self):
+        # plan.json leaves out a setting at the default it had before the setting existed
+        # (craftc.ir `_omitted_at`); every such default is filled in from the IR here, so the
+        # trainer reads `stage[...]` and each default is stated once, in craftc/ir.py.
+        self.stage = {**grpo_stage_defaults(), **self.stage}
 
     @classmethod
     def from_plan(cls, plan_dir: str | Path, stage_name: str, config: str | Path) -> "GRPOJob":

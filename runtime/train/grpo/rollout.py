@@ -167,11 +167,9 @@ class DynamicSampling:
 def rollout_copy_bias(job: GRPOJob) -> float:
     """``stage grpo { copy_bias }``: what rollouts and the measurement add to the asked words' logits.
 
-    A plan carries it only where a recipe sets it; absent, it is the IR's default (no bias).
+    A plan carries it only where a recipe sets it; absent, the job holds the IR's default (no bias).
     """
-    from craftc.ir import GRPOStage
-
-    return float(job.stage.get("copy_bias", GRPOStage.model_fields["copy_bias"].default))
+    return float(job.stage["copy_bias"])
 
 
 def make_rollout_func(job: GRPOJob, tokenizer, sandbox, plays: dict[str, RolloutTask], dynamic=None,

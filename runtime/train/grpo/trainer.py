@@ -54,7 +54,7 @@ def prepare_scoring(trainer, job: GRPOJob) -> dict:
     from runtime.train.prefix_groups import SharedPrefixError
 
     done = {"cpu_head": score_trained_positions_in(trainer, trainer.temperature), "shared_prefix": False}
-    if job.stage.get("shared_prefix") == "on":    # absent from the plan at its default, off
+    if job.stage["shared_prefix"] == "on":
         try:
             score_group_prompts_once(trainer)
         except SharedPrefixError as exc:
@@ -146,7 +146,7 @@ def train_grpo(job: GRPOJob) -> dict:
                                  scores=scores["before_sampled"])
         sampled: dict[str, int] = {}
         dynamic = None
-        if job.stage.get("dynamic_sampling", 0):
+        if job.stage["dynamic_sampling"]:
             dynamic = DynamicSampling(job.stage["dynamic_sampling"], group, sorted(plays), job.seed)
         trainer = GRPOTrainer(
             model=model, processing_class=tokenizer, args=args,
@@ -157,7 +157,7 @@ def train_grpo(job: GRPOJob) -> dict:
             peft_config=peft,
             callbacks=[measure_every_callback(job.stage["measure_every"], lambda policy: measure(
                 job, policy, tokenizer, sandbox, probe, terms, llm_judge=llm_judge))]
-            if job.stage.get("measure_every") else None,
+            if job.stage["measure_every"] else None,
         )
         prepare_scoring(trainer, job)
         counts = parameter_counts(trainer.model)
@@ -184,7 +184,7 @@ def train_grpo(job: GRPOJob) -> dict:
         "before_sampled": before_sampled, "after_sampled": after_sampled,
         # What before and after were measured on, and after minus before paired over the same
         # rows (clustered by instance): greedy, and over `group` samples per row.
-        "measured_on": measured_on, "rows_drawn": job.stage.get("rows", "sft"),
+        "measured_on": measured_on, "rows_drawn": job.stage["rows"],
         # What the rollouts and the measured rows decoded with (`stage grpo { copy_bias }`): a
         # measurement with the bias is not comparable with one without it.
         "copy_bias": rollout_copy_bias(job),
