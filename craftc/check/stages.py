@@ -199,14 +199,10 @@ def _check_sampler(recipe: Recipe, s: Stage, block: Block | None, sink) -> None:
         sink.error("E529", f"stage `{s.name}`: `sampler by_prefix` packs each batch into one row, and its `trl` "
                    f"block sets `{packing[0]}`, which packs them already", span,
                    f"remove `{packing[0]}` from the `trl` block, or remove `sampler by_prefix`")
-    elif model_classes(recipe, s)[0] == "GptOssDecoderLayer":
-        sink.error("E529", f"stage `{s.name}`: `sampler by_prefix` runs each batch's shared prefix once, and base "
-                   f"`{s.base}` (gpt-oss) attends through sliding windows and sinks, which that path does not "
-                   "compute", span, "remove `sampler by_prefix` for this base")
-    elif s.per_device_batch == 1:
-        sink.warning("W530", f"stage `{s.name}`: `sampler by_prefix` shares a prefix between the examples of a "
-                     "forward pass, and `per_device_batch` is 1, so there is nothing to share", span,
-                     f"raise `per_device_batch` (and `batch`) to 8 in `stage {s.name}`, or remove `sampler by_prefix`")
+        return
+    _check_prefix_sharing(recipe, s, span, sink, "sampler by_prefix", ("E529", "W530"),
+                          ("batch's shared prefix", "a prefix between the examples"),
+                          "raise `per_device_batch` (and `batch`) to 8")
 
 
 def _check_shared_prompts(recipe: Recipe, s: Stage, block: Block | None, sink) -> None:
@@ -215,15 +211,26 @@ def _check_shared_prompts(recipe: Recipe, s: Stage, block: Block | None, sink) -
     if not isinstance(s, GRPOStage) or s.shared_prefix != "on" or s.engine != "trl":
         return
     span = (setting_span(block, "shared_prefix") or block.name_span) if block else s.span
+    _check_prefix_sharing(recipe, s, span, sink, "shared_prefix on", ("E531", "W532"),
+                          ("group's prompt", "a prompt between the completions"),
+                          f"raise `per_device_batch` to a multiple of `group` ({s.group})")
+
+
+def _check_prefix_sharing(recipe: Recipe, s: Stage, span, sink, setting: str, codes: tuple[str, str],
+                          shared: tuple[str, str], fix: str) -> None:
+    # What SFT's and GRPO's shared-prefix paths (runtime.train.prefix_groups) both need: plain
+    # causal attention, which gpt-oss's sliding windows and sinks are not (an error), and more
+    # than one example a forward pass to share with (a warning).
+    error, warning = codes
+    once, between = shared
     if model_classes(recipe, s)[0] == "GptOssDecoderLayer":
-        sink.error("E531", f"stage `{s.name}`: `shared_prefix on` runs each group's prompt once, and base "
-                   f"`{s.base}` (gpt-oss) attends through sliding windows and sinks, which that path does not "
-                   "compute", span, "remove `shared_prefix on` for this base")
+        sink.error(error, f"stage `{s.name}`: `{setting}` runs each {once} once, and base `{s.base}` (gpt-oss) "
+                   "attends through sliding windows and sinks, which that path does not compute", span,
+                   f"remove `{setting}` for this base")
     elif s.per_device_batch == 1:
-        sink.warning("W532", f"stage `{s.name}`: `shared_prefix on` shares a prompt between the completions of a "
-                     "forward pass, and `per_device_batch` is 1, so there is nothing to share", span,
-                     f"raise `per_device_batch` to a multiple of `group` ({s.group}) in `stage {s.name}`, or "
-                     "remove `shared_prefix on`")
+        sink.warning(warning, f"stage `{s.name}`: `{setting}` shares {between} of a forward pass, and "
+                     "`per_device_batch` is 1, so there is nothing to share", span,
+                     f"{fix} in `stage {s.name}`, or remove `{setting}`")
 
 
 def _check_rollout_copy_bias(s: Stage, block: Block | None, sink) -> None:
