@@ -676,6 +676,15 @@ class SFTStage(StageBase):
         "anew in every pass of the warm-up and the whole conversations, for two thirds of the questions; "
         "the reasoning block restates the rewritten question (runtime.train.question_dropout); 0: none",
         json_schema_extra=_surface(type="fraction"))
+    # A model that never saw this warehouse learns its names only from the code of the training
+    # conversations: no trained token states the schema (`api.describe` answers in a tool turn,
+    # masked). A pass over the schema's own documentation, each entity's commented DDL as the
+    # answer to a question about it, trains every name and its doc before anything else.
+    schema_docs: float = Field(
+        0.0, ge=0, le=100, exclude_if=_omitted_at(0.0),
+        description="sft: passes, before the warm-up and the conversations, over the schema's documentation: "
+        "one example per entity, a question naming its view answered with its commented DDL (the stuffed "
+        "prompt's), and one for the metrics (runtime.train.schema_docs); 0: none")
     # The craft arm and the stuffed baseline train on their own data from the same base: two
     # independent runs. A model as small as tiny_moe keeps 2 CPU cores only partly busy (in the
     # README run one thread trained at 0.6-0.75x the speed of two), so on CPU two one-thread runs

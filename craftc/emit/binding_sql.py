@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from craftc.ir import Entity, EntityField, Schema
 
-__all__ = ["binding_sql", "logical_ddl", "logical_type", "key_sql_type", "view_columns", "scaled_column_sql", "quote_ident",
+__all__ = ["binding_sql", "entity_ddl", "logical_ddl", "logical_type", "key_sql_type", "view_columns", "scaled_column_sql", "quote_ident",
            "quote_table", "history_doc"]
 
 _SQL_TYPES = {
@@ -183,39 +183,45 @@ def logical_type(field: EntityField) -> str:
 
 def logical_ddl(schema: Schema) -> str:
     """The logical schema as commented DDL: what the stuffed prompt shows the model."""
-    views = {e.name: e for e in schema.entities}
     money = f"Money is in {schema.currency}. " if schema.currency else ""
     out = [f"-- {schema.name} (version {schema.version}): {schema.doc}".rstrip(": "),
            f"-- {money}Query these tables by name with api.query(sql)."]
     for entity in schema.entities:
         out.append("")
-        out.append(f"-- {entity.doc}" if entity.doc else f"-- {entity.name}")
-        if entity.history is not None:
-            out.append(f"-- One row per {entity.key.name}: its latest version by {entity.history.version}; "
-                       f"{entity.history.view} has the same columns with every version, one row per "
-                       f"({entity.key.name}, {entity.history.version}).")
-        rows = [(f"{entity.key.name} {key_sql_type(entity)} PRIMARY KEY", "unique id")] if entity.key is not None else []
-        for ref in entity.refs:
-            target = views.get(ref.target)
-            target_sql = f"{target.view}({target.key.name})" if target and target.key else ref.target
-            null = "" if ref.nullable else " NOT NULL"
-            id_type = key_sql_type(target) if target and target.key else "BIGINT"
-            rows.append((f"{ref.name}_id {id_type}{null} REFERENCES {target_sql}", ref.doc))
-        for field in entity.fields:
-            null = "" if field.nullable else " NOT NULL"
-            rows.append((f"{field.name} {_SQL_TYPES[field.type.kind]}{null}", _field_doc(field)))
-        if entity.grain:
-            # A table no column identifies alone: its grain is the key, never a repeating column.
-            rows.append((f"PRIMARY KEY ({', '.join(entity.grain)})",
-                         f"one row per {', '.join(entity.grain)}"))
-        out.append(f"CREATE TABLE {entity.view} (")
-        for index, (column, doc) in enumerate(rows):
-            comma = "," if index < len(rows) - 1 else ""
-            out.append(f"  {column}{comma}" + (f"  -- {doc}" if doc else ""))
-        out.append(");")
+        out.extend(entity_ddl(schema, entity))
     if schema.metrics:
         out.append("")
         out.append("-- Metrics")
         for metric in schema.metrics:
             out.append(f"-- {metric.name}: {metric.doc} = {metric.sql or metric.expr}".replace(": =", " ="))
     return "\n".join(out) + "\n"
+
+
+def entity_ddl(schema: Schema, entity: Entity) -> list[str]:
+    """One entity's lines of :func:`logical_ddl`: its doc comment and its commented ``CREATE TABLE``."""
+    views = {e.name: e for e in schema.entities}
+    out = [f"-- {entity.doc}" if entity.doc else f"-- {entity.name}"]
+    if entity.history is not None:
+        out.append(f"-- One row per {entity.key.name}: its latest version by {entity.history.version}; "
+                   f"{entity.history.view} has the same columns with every version, one row per "
+                   f"({entity.key.name}, {entity.history.version}).")
+    rows = [(f"{entity.key.name} {key_sql_type(entity)} PRIMARY KEY", "unique id")] if entity.key is not None else []
+    for ref in entity.refs:
+        target = views.get(ref.target)
+        target_sql = f"{target.view}({target.key.name})" if target and target.key else ref.target
+        null = "" if ref.nullable else " NOT NULL"
+        id_type = key_sql_type(target) if target and target.key else "BIGINT"
+        rows.append((f"{ref.name}_id {id_type}{null} REFERENCES {target_sql}", ref.doc))
+    for field in entity.fields:
+        null = "" if field.nullable else " NOT NULL"
+        rows.append((f"{field.name} {_SQL_TYPES[field.type.kind]}{null}", _field_doc(field)))
+    if entity.grain:
+        # A table no column identifies alone: its grain is the key, never a repeating column.
+        rows.append((f"PRIMARY KEY ({', '.join(entity.grain)})",
+                     f"one row per {', '.join(entity.grain)}"))
+    out.append(f"CREATE TABLE {entity.view} (")
+    for index, (column, doc) in enumerate(rows):
+        comma = "," if index < len(rows) - 1 else ""
+        out.append(f"  {column}{comma}" + (f"  -- {doc}" if doc else ""))
+    out.append(");")
+    return out

@@ -21,7 +21,7 @@ from craftc.emit.errors import EmitError
 from craftc.emit.prompts import render_judge_prompts, render_prompts, split_turn_template
 from craftc.emit.specs import gates_spec, input_builder_spec, masking_spec, reward_spec
 from craftc.emit.stages import (accelerate_yaml, batches_json, curriculum_json, launch_script, peft_config_json,
-                                trl_config_json)
+                                schema_docs_json, trl_config_json)
 from craftc.emit.verl import verl_files
 from craftc.emit.write import write_plan_files
 from craftc.ir import Plan, Recipe
@@ -112,6 +112,8 @@ def render_plan_files(recipe: Recipe, solution_sources: Mapping[str, str]) -> di
             files[f"{base}/curriculum.json"] = _text(curriculum_json(recipe, stage))
         if stage.kind == "sft" and stage.sampler != "random":
             files[f"{base}/batches.json"] = _text(batches_json(recipe, stage))
+        if stage.kind == "sft" and stage.schema_docs:
+            files[f"{base}/schema_docs.json"] = _text(schema_docs_json(recipe, stage))
     artifacts = {path: hashlib.sha256(data).hexdigest() for path, data in sorted(files.items())}
     plan = Plan(craftc_version=__version__, recipe=recipe, artifacts=artifacts)
     data = plan.model_dump(mode="json", by_alias=True)

@@ -18,7 +18,7 @@ from craftc.ir import Recipe, Stage
 from craftc.version import __version__
 
 __all__ = ["accelerate_mode", "checkpointing", "world_size", "trl_config", "trl_config_json", "accelerate_yaml", "launch_script",
-           "model_classes", "peft_config_json", "curriculum_json", "batches_json"]
+           "model_classes", "peft_config_json", "curriculum_json", "batches_json", "schema_docs_json"]
 
 # Layer classes FSDP2 wraps and DeepSpeed keeps whole, by model family (matched in the
 # base model's name or path); Qwen3-MoE is tiny_moe's architecture and the default.
@@ -182,6 +182,32 @@ def batches_json(recipe: Recipe, stage: Stage) -> str:
     batches (runtime.train.prefix_sampler) and that each batch runs its shared prefix once
     (runtime.train.prefix_groups)."""
     return json.dumps({"sampler": stage.sampler}, sort_keys=True, indent=2) + "\n"
+
+
+# The question each schema-doc example asks; the answer is the entity's commented DDL.
+SCHEMA_DOC_QUESTION = "What does the `{view}` view hold?"
+METRICS_QUESTION = "Which metrics does the `{schema}` warehouse define?"
+
+
+def schema_docs_json(recipe: Recipe, stage: Stage) -> str:
+    """``schema_docs.json`` text of an sft stage with ``schema_docs``: the passes and the examples
+    the trainer runs first (runtime.train.schema_docs), one per entity, each answered with the
+    lines the stuffed prompt shows of it, and one for the metrics."""
+    from craftc.emit.binding_sql import entity_ddl
+
+    schema = recipe.schema_
+
+    def example(question: str, lines: list[str]) -> dict:
+        return {"messages": [{"role": "user", "content": question},
+                             {"role": "assistant", "content": "\n".join(lines)}]}
+
+    examples = [example(SCHEMA_DOC_QUESTION.format(view=e.view), entity_ddl(schema, e)) for e in schema.entities]
+    if schema.metrics:
+        examples.append(example(METRICS_QUESTION.format(schema=schema.name),
+                                [f"-- {m.name}: {m.doc} = {m.sql or m.expr}".replace(": =", " =")
+                                 for m in schema.metrics]))
+    return json.dumps({"passes": float(stage.schema_docs), "examples": examples}, sort_keys=True, indent=2,
+                      ensure_ascii=False) + "\n"
 
 
 def peft_config_json(recipe: Recipe, stage: Stage) -> str:

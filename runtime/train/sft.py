@@ -46,6 +46,7 @@ from runtime.train.curriculum import CurriculumError, no_warm_up_reason, prefix_
 from runtime.train.loss_head import score_trained_positions_in
 from runtime.train.masking import check_masking, labels_for, mask_report, write_mask_report
 from runtime.train.question_dropout import rewritten_passes
+from runtime.train.schema_docs import SCHEMA_DOCS_DIR, SchemaDocsError, read_schema_docs
 
 __all__ = ["SFTSetupError", "StepConfig", "main", "read_stage_plan", "sft_config", "train_sft"]
 
@@ -259,6 +260,33 @@ def _sft_trainer(model, args, tokenizer, peft, train_dataset, phase: str, thread
     return trainer
 
 
+def _schema_docs_pass(model, tokenizer, docs: dict, roles: dict, trl_kwargs: dict, overrides: dict, peft, out: Path,
+                      thread_changes: list[dict]):
+    """The `schema_docs` passes (runtime.train.schema_docs) on `model`, in place; its summary.
+
+    Its checkpoints go to `out/schema_docs`, so an interrupted pass resumes there; the model it
+    leaves (a PEFT model when the stage has `lora`) is what the warm-up and the main phase train on.
+    """
+    from datasets import Dataset
+    from transformers.trainer_utils import get_last_checkpoint
+
+    examples = Dataset.from_list(docs["examples"])
+    phase = {**overrides, "num_train_epochs": docs["passes"], "max_steps": -1}
+    if phase.get("run_name"):
+        phase["run_name"] += "-schema-docs"
+    phase_args = sft_config(trl_kwargs, out / SCHEMA_DOCS_DIR, phase)
+    use_tracker_dir(trl_kwargs.get("report_to", "none"), out / SCHEMA_DOCS_DIR)
+    trainer = _sft_trainer(model, phase_args, tokenizer, peft, tokenized_dataset(tokenizer, examples, roles),
+                           "schema docs", thread_changes)
+    resume = get_last_checkpoint(str(out / SCHEMA_DOCS_DIR)) if (out / SCHEMA_DOCS_DIR).is_dir() else None
+    result = trainer.train(resume_from_checkpoint=resume)
+    losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
+    tokens = max((e.get("num_tokens", 0) for e in trainer.state.log_history), default=0)
+    return trainer.model, {"examples": len(examples), "passes": docs["passes"], "steps": trainer.state.global_step,
+                           "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
+                           "num_tokens": int(tokens), "train_runtime_s": round(result.metrics.get("train_runtime", 0.0), 3)}
+
+
 def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides: dict, peft, curriculum: dict,
              prefix_overrides: dict, out: Path, thread_changes: list[dict], sampler: str):
     """The `prefix_epochs` warm-up (runtime.train.curriculum) on `model`, in place; its summary.
@@ -297,7 +325,7 @@ def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides
 
 def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, overrides: dict | None = None,
               peft_kwargs: dict | None = None, curriculum: dict | None = None,
-              prefix_overrides: dict | None = None, sampler: str = "random") -> dict:
+              prefix_overrides: dict | None = None, sampler: str = "random", schema_docs: dict | None = None) -> dict:
     """Run Stage I SFT and return a summary (also written to `out_dir/sft_summary.json`).
 
     Args:
@@ -314,11 +342,13 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         prefix_overrides: The warm-up's `max_steps` where the step measured it (the stuffed arm).
         sampler: The plan's `stages/<stage>/batches.json` sampler: `by_prefix` draws batches by
             prefix and runs each batch's shared prefix once; `random` (no file) is TRL's shuffle.
+        schema_docs: The plan's `stages/<stage>/schema_docs.json` (passes over the schema's
+            documentation before the warm-up and the conversations), or None.
 
     Returns:
         `{"first_loss", "last_loss", "steps", "world_size", "cpu_threads", "cpu_threads_changes",
         "train_runtime_s", "num_tokens",
-        "tokens_per_s", "resumed_from", "final_dir", "adapter", "adapter_dir", "prefix_warm_up", "sampler",
+        "tokens_per_s", "resumed_from", "final_dir", "adapter", "adapter_dir", "schema_docs", "prefix_warm_up", "sampler",
         "trainable_parameters", "total_parameters"}`.
 
     Raises:
@@ -344,8 +374,13 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
     # float32 master weights (bf16 is autocast), an MXFP4 checkpoint unpacked (runtime.train.precision).
     model = load_for_training(model_dir, args, local_files_only=True)
     resume = get_last_checkpoint(str(out))
-    warm_up = None
+    warm_up = docs = None
     threads, thread_changes = torch.get_num_threads(), []
+    if schema_docs and schema_docs["passes"] > 0 and resume is None:
+        # A checkpoint of the main phase already holds what the schema pass trained.
+        model, docs = _schema_docs_pass(model, tokenizer, schema_docs, roles, trl_kwargs, overrides or {}, peft, out,
+                                        thread_changes)
+        peft = None    # the pass already wrapped the model in its adapter
     if curriculum and curriculum["prefix_epochs"] > 0 and resume is None:
         # A checkpoint of the main phase already holds the warmed-up weights.
         model, warm_up = _warm_up(model, tokenizer, dataset, roles, trl_kwargs, overrides or {}, peft, curriculum,
@@ -388,6 +423,7 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         "final_dir": FINAL,
         "adapter": "lora" if peft_kwargs else None,
         "adapter_dir": ADAPTER if peft_kwargs else None,
+        "schema_docs": docs,
         "prefix_warm_up": warm_up,
         "sampler": sampler,
         **counts,
@@ -418,11 +454,12 @@ def main(argv: list[str] | None = None) -> int:
         peft_kwargs = read_peft_config(ns.plan_dir, ns.stage)
         curriculum = read_curriculum(ns.plan_dir, ns.stage)
         sampler = read_sampler(ns.plan_dir, ns.stage)
+        schema_docs = read_schema_docs(ns.plan_dir, ns.stage)
         config = StepConfig.read(ns.config)
         summary = train_sft(config["model_dir"], config["dataset_dir"], config["out_dir"], trl_kwargs, roles,
                             config["trl_overrides"], peft_kwargs, curriculum, config.get("prefix_overrides"),
-                            sampler)
-    except (SFTSetupError, MaskingError, AdapterError, CurriculumError, SharedPrefixError) as exc:
+                            sampler, schema_docs)
+    except (SFTSetupError, MaskingError, AdapterError, CurriculumError, SharedPrefixError, SchemaDocsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if _is_main_process():

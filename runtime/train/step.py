@@ -24,6 +24,7 @@ from runtime.layout import CORPUS, DATASET_DIR, FINAL, MANIFEST, SFT_ARMS, SFT_B
 from runtime.step_context import StepContext, StepError, StepResult
 from runtime.tracking import run_name
 from runtime.train.curriculum import CurriculumError, no_warm_up_reason, read_curriculum, warm_up_parts
+from runtime.train.schema_docs import SchemaDocsError, read_schema_docs
 from runtime.train.stages import sft_stage
 
 __all__ = ["run_sft_step", "adopt_sft_step", "base_model_dir", "planned_tokens", "token_matched_steps",
@@ -234,6 +235,14 @@ def run_sft_step(ctx: StepContext) -> StepResult:
         ctx.artifact(f"stages/{stage.name}/peft_config.json")   # the trainer's LoraConfig
     if stage.sampler != "random":
         ctx.artifact(f"stages/{stage.name}/batches.json")       # the trainer's sampler (runtime.train.prefix_sampler)
+    if stage.schema_docs:
+        ctx.artifact(f"stages/{stage.name}/schema_docs.json")   # the trainer's first pass (runtime.train.schema_docs)
+        try:
+            docs = read_schema_docs(ctx.plan_dir, stage.name)
+        except SchemaDocsError as exc:
+            raise StepError(str(exc)) from None
+        ctx.console.print(f"sft: schema docs: {docs['passes']:g} passes over {len(docs['examples'])} examples (an "
+                          "entity's commented DDL each, and the metrics) before the rest of SFT, in every arm")
     curriculum = None
     if stage.prefix_epochs or stage.question_dropout:
         # the trainer's warm-up and question dropout; read here for the stuffed arm's token budget
