@@ -130,10 +130,12 @@ def arm_training(run_dir: str | Path, arms: list[str], grpo_steps: int | None) -
         sft_arm, after_grpo = EVAL_ARM_MODELS[arm]
         trained = sft[sft_arm]
         warm = trained.get("prefix_warm_up") or {}
+        docs = trained.get("schema_docs") or {}     # `stage sft { schema_docs N }`, before the warm-up
         out[arm] = {"sft_arm": sft_arm, "warm_up_steps": warm.get("steps", 0), "steps": trained.get("steps"),
-                    "tokens": trained.get("num_tokens", 0) + warm.get("num_tokens", 0),
+                    "tokens": trained.get("num_tokens", 0) + warm.get("num_tokens", 0) + docs.get("num_tokens", 0),
                     **_closing_means(run_dir / "sft" / sft_arm / "metrics.jsonl"),
-                    "grpo_steps": grpo_steps if after_grpo else 0}
+                    "grpo_steps": grpo_steps if after_grpo else 0,
+                    **({"schema_docs_steps": docs["steps"]} if docs else {})}
     return {"baseline_budget": sft.get("baseline_budget"), "arms": out}
 
 
@@ -153,6 +155,9 @@ def markdown_training(training: dict) -> str:
     | SFT loss, last 10% of its steps | 0.500 | 2.250 |
     | SFT token accuracy, last 10% of its steps | 90.0% | n/a |
     | GRPO steps | 2 | 0 |
+    >>> t["arms"]["craft"]["schema_docs_steps"] = 104           # `stage sft { schema_docs 4 }`
+    >>> print(markdown_training(t).splitlines()[2])
+    | SFT steps on the schema's documentation | 104 | n/a |
     """
     arms = training["arms"]
     names = list(arms)
@@ -161,7 +166,9 @@ def markdown_training(training: dict) -> str:
         return f"| {label} | " + " | ".join(show(arms[a][key]) if arms[a].get(key) is not None else "n/a"
                                             for a in names) + " |"
 
-    lines = ["| | " + " | ".join(names) + " |", "|" + " --- |" * (len(names) + 1),
+    docs = ([row("SFT steps on the schema's documentation", "schema_docs_steps", lambda v: f"{v:,}")]
+            if any("schema_docs_steps" in arms[a] for a in names) else [])
+    lines = ["| | " + " | ".join(names) + " |", "|" + " --- |" * (len(names) + 1), *docs,
              row("SFT warm-up steps", "warm_up_steps", lambda v: f"{v:,}"),
              row("SFT steps on conversations", "steps", lambda v: f"{v:,}"),
              row("SFT tokens read", "tokens", lambda v: f"{v:,}"),

@@ -329,3 +329,22 @@ def test_the_report_gives_each_steps_wall_time_from_its_manifest_and_the_docs_re
     assert line in render_markdown(report)
     assert render(digest(report, "a run"), "timing") == line + "\n"
     assert "wall_time" not in build_report(EVAL, tmp_path / "no-run")
+
+
+def test_the_training_table_shows_the_schema_docs_pass_and_counts_its_tokens(tmp_path):
+    from runtime.report import build_report, render_markdown
+
+    run = tmp_path / "docs"
+    _sft_step(run, "tokens", stuffed_steps=10)
+    manifest = json.loads((run / "sft" / "manifest.json").read_text())
+    for arm in ("craft", "stuffed"):
+        manifest["metrics"][arm]["schema_docs"] = {"steps": 104, "num_tokens": 900}
+    (run / "sft" / "manifest.json").write_text(json.dumps(manifest))
+    evaluated = {"arms": ["craft", "stuffed"], "instances": 6,
+                 "results": {arm: {"all": {"agent_score": _metric(0.5, [0.0, 1.0])}} for arm in ("craft", "stuffed")}}
+    report = build_report(evaluated, run)
+    assert report["training"]["arms"]["craft"]["tokens"] == 5000 + 5000 + 900     # conversations, warm-up, docs
+    assert "| SFT steps on the schema's documentation | 104 | 104 |" in render_markdown(report)
+    plain = tmp_path / "plain"
+    _sft_step(plain, "tokens", stuffed_steps=10)
+    assert "schema's documentation" not in render_markdown(build_report(evaluated, plain))
