@@ -36,7 +36,7 @@ from runtime.plan import PlanError, load_plan, plan_content_hash
 from runtime.step_context import StepContext, StepError, StepResult
 from runtime.tracking import TRACKING_DIR, TrackingError, log_step_metrics, require_tracker
 
-__all__ = ["STEPS", "UPSTREAM", "LOGICAL_READERS", "REPLICATED_STEPS", "replicate_dir", "replicate_seed", "run_plan",
+__all__ = ["STEPS", "UPSTREAM", "read_manifest", "LOGICAL_READERS", "REPLICATED_STEPS", "replicate_dir", "replicate_seed", "run_plan",
            "select_steps", "step_inputs_hash", "step_plan_parts"]
 
 STEPS: tuple[str, ...] = ("world", "distill", "gate", "dataset", "sft", "grpo", "eval", "report")
@@ -196,7 +196,8 @@ def step_plan_parts(step: str, plan_data: dict, physical: bool = True) -> dict[s
     return {name: _canonical_hash(value) for name, value in parts.items()}
 
 
-def _read_manifest(step_dir: Path, status: str = "complete") -> dict | None:
+def read_manifest(step_dir: Path, status: str = "complete") -> dict | None:
+    """A step dir's manifest when it has that status (a finished step's by default), else None."""
     try:
         data = json.loads((step_dir / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
@@ -216,7 +217,7 @@ def _adopt_prepared(step: str, plan: Plan, plan_dir: Path, run_dir: Path, consol
     command) when it was but its outputs are not there yet.
     """
     step_dir = run_dir / step
-    manifest = _read_manifest(step_dir, status="prepared")
+    manifest = read_manifest(step_dir, status="prepared")
     if manifest is None:
         return False
     ctx = StepContext(plan=plan, plan_dir=plan_dir, run_dir=run_dir, out_dir=step_dir, console=console,
@@ -263,7 +264,7 @@ def step_inputs_hash(step: str, plan: Plan, run_dir: Path, plan_dir: Path | None
     data = plan.model_dump(mode="json", by_alias=True)
     upstream = {}
     for up in UPSTREAM[step]:
-        manifest = _read_manifest(run_dir / up)
+        manifest = read_manifest(run_dir / up)
         upstream[up] = _carry_hash(up, manifest, step) if manifest else "missing"
     warehouse = _warehouse_fingerprint(plan, plan_dir) if step == "world" else None
     value = {"step": step, "plan": _plan_parts(step, data["recipe"], data["artifacts"], warehouse),
@@ -272,7 +273,7 @@ def step_inputs_hash(step: str, plan: Plan, run_dir: Path, plan_dir: Path | None
         value["replicate"] = [replicate, replicate_seed(plan.recipe.seed, replicate)]
     if step == "report" and replicates > 1:   # the report reads every replicate's eval
         value["replicates"] = {r: (m or {}).get("outputs_hash", "missing") for r in range(1, replicates)
-                               for m in [_read_manifest(replicate_dir(run_dir, r) / "eval")]}
+                               for m in [read_manifest(replicate_dir(run_dir, r) / "eval")]}
     return _canonical_hash(value)
 
 
@@ -353,7 +354,7 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
             console.print(f"[yellow]![/] {step}: prepared for a launch by hand that has not finished ({exc})")
     inputs_hash = step_inputs_hash(step, plan, run_dir, plan_dir, replicate, replicates)
     if step_dir.exists():
-        manifest = _read_manifest(step_dir)
+        manifest = read_manifest(step_dir)
         if manifest is None:
             moved = _quarantine(step_dir)
             console.print(f"[yellow]![/] {step}: output had no valid manifest (interrupted or corrupt); "
@@ -362,7 +363,7 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
             console.print(f"[green]=[/] {step}: reused (inputs unchanged)")
             return {"step": step, "status": "reused", "wall_s": 0.0, **({"replicate": replicate} if replicate else {})}
     for up in UPSTREAM[step]:
-        if _read_manifest(run_dir / up) is None and (launch or _read_manifest(run_dir / up, "prepared") is None):
+        if read_manifest(run_dir / up) is None and (launch or read_manifest(run_dir / up, "prepared") is None):
             raise StepError(f"step `{step}` needs the output of `{up}`, which is not in {run_dir}; "
                             f"run `craftc run {plan_dir} --until {up}` first")
 

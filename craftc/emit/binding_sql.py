@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from craftc.ir import Entity, EntityField, Schema
 
-__all__ = ["binding_sql", "entity_ddl", "logical_ddl", "logical_type", "key_sql_type", "view_columns", "scaled_column_sql", "quote_ident",
+__all__ = ["binding_sql", "entity_ddl", "logical_ddl", "metric_lines", "logical_type", "key_sql_type", "view_columns", "scaled_column_sql", "quote_ident",
            "quote_table", "history_doc"]
 
 _SQL_TYPES = {
@@ -192,9 +192,13 @@ def logical_ddl(schema: Schema) -> str:
     if schema.metrics:
         out.append("")
         out.append("-- Metrics")
-        for metric in schema.metrics:
-            out.append(f"-- {metric.name}: {metric.doc} = {metric.sql or metric.expr}".replace(": =", " ="))
+        out.extend(metric_lines(schema))
     return "\n".join(out) + "\n"
+
+
+def metric_lines(schema: Schema) -> list[str]:
+    """The metrics' lines of :func:`logical_ddl`, one comment each: name, doc and definition."""
+    return [f"-- {m.name}: {m.doc} = {m.sql or m.expr}".replace(": =", " =") for m in schema.metrics]
 
 
 def entity_ddl(schema: Schema, entity: Entity) -> list[str]:

@@ -193,7 +193,7 @@ def schema_docs_json(recipe: Recipe, stage: Stage) -> str:
     """``schema_docs.json`` text of an sft stage with ``schema_docs``: the passes and the examples
     the trainer runs first (runtime.train.schema_docs), one per entity, each answered with the
     lines the stuffed prompt shows of it, and one for the metrics."""
-    from craftc.emit.binding_sql import entity_ddl
+    from craftc.emit.binding_sql import entity_ddl, metric_lines
 
     schema = recipe.schema_
 
@@ -203,9 +203,7 @@ def schema_docs_json(recipe: Recipe, stage: Stage) -> str:
 
     examples = [example(SCHEMA_DOC_QUESTION.format(view=e.view), entity_ddl(schema, e)) for e in schema.entities]
     if schema.metrics:
-        examples.append(example(METRICS_QUESTION.format(schema=schema.name),
-                                [f"-- {m.name}: {m.doc} = {m.sql or m.expr}".replace(": =", " =")
-                                 for m in schema.metrics]))
+        examples.append(example(METRICS_QUESTION.format(schema=schema.name), metric_lines(schema)))
     return json.dumps({"passes": float(stage.schema_docs), "examples": examples}, sort_keys=True, indent=2,
                       ensure_ascii=False) + "\n"
 

@@ -28,18 +28,10 @@ __all__ = ["CLOSING_SHARE", "arm_training", "markdown_training", "step_wall_time
 CLOSING_SHARE = 0.1
 
 
-# The steps a run's wall time is read from, in run order (runtime.runner.STEPS less the report,
-# which is still running when it reads them); the training steps also run once per replicate.
-TIMED_STEPS = ("world", "distill", "gate", "dataset", "sft", "grpo", "eval")
-REPLICATED = ("sft", "grpo", "eval")
-
-
 def _wall_s(step_dir: Path) -> float | None:
-    try:
-        manifest = json.loads((step_dir / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return None
-    return manifest.get("wall_s") if manifest.get("status") == "complete" else None
+    from runtime.runner import read_manifest
+
+    return (read_manifest(step_dir) or {}).get("wall_s")
 
 
 def step_wall_times(run_dir: str | Path, replicates: int = 1) -> dict | None:
@@ -57,13 +49,16 @@ def step_wall_times(run_dir: str | Path, replicates: int = 1) -> dict | None:
     >>> step_wall_times(root)
     {'steps': {'world': 1.2, 'sft': 600.0}, 'total_s': 601.2}
     """
+    from runtime.runner import REPLICATED_STEPS, STEPS, replicate_dir
+
     run_dir = Path(run_dir)
-    steps = {step: wall for step in TIMED_STEPS if (wall := _wall_s(run_dir / step)) is not None}
+    # The report itself is still running when it reads them.
+    steps = {step: wall for step in STEPS if step != "report" and (wall := _wall_s(run_dir / step)) is not None}
     if not steps:
         return None
     out = {"steps": steps, "total_s": round(sum(steps.values()), 3)}
-    extra = [wall for r in range(1, replicates) for step in REPLICATED
-             if (wall := _wall_s(run_dir / "replicates" / f"r{r}" / step)) is not None]
+    extra = [wall for r in range(1, replicates) for step in REPLICATED_STEPS
+             if (wall := _wall_s(replicate_dir(run_dir, r) / step)) is not None]
     if extra:
         out["replicates_s"] = round(sum(extra), 3)
     return out
@@ -86,10 +81,13 @@ def wall_time_line(timing: dict) -> str:
     ...                 "grpo": 321.2, "eval": 361.7}, "total_s": 1877.9})
     'The steps took 31 min 18 s: the data steps (world, distill, gate, dataset) 2 min 22 s, sft 17 min 32 s, grpo 5 min 21 s, eval 6 min 2 s.'
     """
+    from runtime.runner import REPLICATED_STEPS, STEPS
+
     steps = timing["steps"]
-    data = [s for s in ("world", "distill", "gate", "dataset") if s in steps]
+    # The steps before training are the data steps, which replicates share.
+    data = [s for s in STEPS[:STEPS.index(REPLICATED_STEPS[0])] if s in steps]
     parts = [f"the data steps ({', '.join(data)}) {_minutes(sum(steps[s] for s in data))}"] if data else []
-    parts += [f"{s} {_minutes(steps[s])}" for s in REPLICATED if s in steps]
+    parts += [f"{s} {_minutes(steps[s])}" for s in REPLICATED_STEPS if s in steps]
     text = f"The steps took {_minutes(timing['total_s'])}: {', '.join(parts)}"
     if timing.get("replicates_s"):
         text += f"; the extra replicates' training {_minutes(timing['replicates_s'])} more"

@@ -260,42 +260,52 @@ def _sft_trainer(model, args, tokenizer, peft, train_dataset, phase: str, thread
     return trainer
 
 
-def _schema_docs_pass(model, tokenizer, docs: dict, roles: dict, trl_kwargs: dict, overrides: dict, peft, out: Path,
-                      thread_changes: list[dict]):
-    """The `schema_docs` passes (runtime.train.schema_docs) on `model`, in place; its summary.
+def _pre_phase(model, tokenizer, examples, roles: dict, trl_kwargs: dict, phase: dict, peft, phase_dir: Path,
+               label: str, thread_changes: list[dict], sampler: str = "random"):
+    """Train `model` on `examples` before the main phase, in place, with `phase`'s TRL overrides.
 
-    Its checkpoints go to `out/schema_docs`, so an interrupted pass resumes there; the model it
-    leaves (a PEFT model when the stage has `lora`) is what the warm-up and the main phase train on.
+    The schema-docs pass and the warm-up share it: checkpoints and curves in `phase_dir`, so an
+    interrupted phase resumes there; the model it leaves (a PEFT model when the stage has `lora`)
+    is what the next phase trains on. Returns the model and the phase's summary.
     """
-    from datasets import Dataset
     from transformers.trainer_utils import get_last_checkpoint
 
-    examples = Dataset.from_list(docs["examples"])
-    phase = {**overrides, "num_train_epochs": docs["passes"], "max_steps": -1}
-    if phase.get("run_name"):
-        phase["run_name"] += "-schema-docs"
-    phase_args = sft_config(trl_kwargs, out / SCHEMA_DOCS_DIR, phase)
-    use_tracker_dir(trl_kwargs.get("report_to", "none"), out / SCHEMA_DOCS_DIR)
-    trainer = _sft_trainer(model, phase_args, tokenizer, peft, tokenized_dataset(tokenizer, examples, roles),
-                           "schema docs", thread_changes)
-    resume = get_last_checkpoint(str(out / SCHEMA_DOCS_DIR)) if (out / SCHEMA_DOCS_DIR).is_dir() else None
+    phase_args = sft_config(trl_kwargs, phase_dir, phase)
+    use_tracker_dir(trl_kwargs.get("report_to", "none"), phase_dir)   # its own curves
+    trainer = _sft_trainer(model, phase_args, tokenizer, peft,
+                           tokenized_dataset(tokenizer, examples_reached(examples, phase_args), roles),
+                           label, thread_changes, sampler)
+    resume = get_last_checkpoint(str(phase_dir)) if phase_dir.is_dir() else None
     result = trainer.train(resume_from_checkpoint=resume)
     losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
     tokens = max((e.get("num_tokens", 0) for e in trainer.state.log_history), default=0)
-    return trainer.model, {"examples": len(examples), "passes": docs["passes"], "steps": trainer.state.global_step,
+    return trainer.model, {"examples": len(examples), "steps": trainer.state.global_step,
                            "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
                            "num_tokens": int(tokens), "train_runtime_s": round(result.metrics.get("train_runtime", 0.0), 3)}
 
 
+def _named_phase(overrides: dict, suffix: str, **settings) -> dict:
+    """The main phase's overrides with a phase's own settings, its tracker run name suffixed."""
+    phase = {**overrides, **settings}
+    if phase.get("run_name"):
+        phase["run_name"] += suffix
+    return phase
+
+
+def _schema_docs_pass(model, tokenizer, docs: dict, roles: dict, trl_kwargs: dict, overrides: dict, peft, out: Path,
+                      thread_changes: list[dict]):
+    """The `schema_docs` passes (runtime.train.schema_docs) on `model`, in `out/schema_docs`; its summary."""
+    from datasets import Dataset
+
+    phase = _named_phase(overrides, "-schema-docs", num_train_epochs=docs["passes"], max_steps=-1)
+    model, summary = _pre_phase(model, tokenizer, Dataset.from_list(docs["examples"]), roles, trl_kwargs, phase, peft,
+                                out / SCHEMA_DOCS_DIR, "schema docs", thread_changes)
+    return model, {**summary, "passes": docs["passes"]}
+
+
 def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides: dict, peft, curriculum: dict,
              prefix_overrides: dict, out: Path, thread_changes: list[dict], sampler: str):
-    """The `prefix_epochs` warm-up (runtime.train.curriculum) on `model`, in place; its summary.
-
-    Its checkpoints go to `out/prefix`, so an interrupted warm-up resumes there; the model
-    it leaves (a PEFT model when the stage has `lora`) is what the main phase trains on.
-    """
-    from transformers.trainer_utils import get_last_checkpoint
-
+    """The `prefix_epochs` warm-up (runtime.train.curriculum) on `model`, in `out/prefix`; its summary."""
     passes = curriculum["prefix_epochs"]
     if curriculum.get("question_dropout"):
         # Every pass its own rewrite of the questions: the passes are copies, trained once.
@@ -305,22 +315,10 @@ def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides
         raise SFTSetupError(f"the plan asks for a warm-up of {curriculum['prefix_epochs']:g} passes, but no "
                             f"conversation gives a warm-up example ({no_warm_up_reason(curriculum)}); write the "
                             "reasoning block in the trajectories, or remove `prefix_epochs` from the sft stage")
-    phase = {**overrides, "num_train_epochs": passes,
-             "max_steps": int(prefix_overrides.get("max_steps", -1))}
-    if phase.get("run_name"):
-        phase["run_name"] += "-prefix"
-    phase_args = sft_config(trl_kwargs, out / PREFIX_DIR, phase)
-    use_tracker_dir(trl_kwargs.get("report_to", "none"), out / PREFIX_DIR)   # its own curves
-    trainer = _sft_trainer(model, phase_args, tokenizer, peft,
-                           tokenized_dataset(tokenizer, examples_reached(examples, phase_args), roles),
-                           "warm-up", thread_changes, sampler)
-    resume = get_last_checkpoint(str(out / PREFIX_DIR)) if (out / PREFIX_DIR).is_dir() else None
-    result = trainer.train(resume_from_checkpoint=resume)
-    losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
-    tokens = max((e.get("num_tokens", 0) for e in trainer.state.log_history), default=0)
-    return trainer.model, {"examples": len(examples), "steps": trainer.state.global_step,
-                           "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
-                           "num_tokens": int(tokens), "train_runtime_s": round(result.metrics.get("train_runtime", 0.0), 3)}
+    phase = _named_phase(overrides, "-prefix", num_train_epochs=passes,
+                         max_steps=int(prefix_overrides.get("max_steps", -1)))
+    return _pre_phase(model, tokenizer, examples, roles, trl_kwargs, phase, peft, out / PREFIX_DIR, "warm-up",
+                      thread_changes, sampler)
 
 
 def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, overrides: dict | None = None,
