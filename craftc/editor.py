@@ -39,7 +39,7 @@ DECLARATIONS = ("schema", "recipe", "entity", "metric", "workflow", "conversatio
                 "teacher", "judge", "gate", "reward", "model", "stage", "profile", "eval")
 MEMBERS = ("version", "doc", "deprecated", "currency", "table", "key", "grain", "history", "ref", "field",
            "nullable", "column", "scale", "uses", "ask", "param", "solution", "expect", "check", "turn")
-OPERATOR_WORDS = ("in", "from", "one_of", "or", "by")
+OPERATOR_WORDS = ("in", "from", "one_of", "or", "by", "extends")
 FUNCTIONS = ("env",)
 # Declarations whose next word is the name being declared (`entity Campaign`).
 NAMED_DECLARATIONS = ("schema", "recipe", "entity", "metric", "workflow", "conversation", "tool", "teacher",

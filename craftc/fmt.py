@@ -240,6 +240,8 @@ class _Printer:
         rule = node.data
         if rule == "schema":
             head, body = f"schema {c[0]} version {c[1]}", c[2:]
+        elif rule == "profile" and len(c) > 1 and isinstance(c[1], Tree) and c[1].data == "profile_base":
+            head, body = f"profile {c[0]} extends {c[1].children[0]}", c[2:]
         else:
             head, body = f"{rule} {c[0]}", c[1:]
         self.emit(depth, head + " {", _line_of(node), _col_of(node))

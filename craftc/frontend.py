@@ -25,7 +25,7 @@ from craftc.diagnostics import (
     sort_diagnostics, span_at,
 )
 from craftc.ir import Recipe, Schema
-from craftc.lower import LoweringContext, apply_profile, lower_recipe, lower_schema
+from craftc.lower import LoweringContext, apply_profiles, lower_recipe, lower_schema, profile_chain
 from craftc.syntax import RecipeDecl, SchemaDecl, SourceFile
 
 __all__ = ["LoadResult", "load_recipe", "load_schema", "check_paths", "read_source"]
@@ -308,25 +308,41 @@ def _lower_and_check(decl: RecipeDecl, result: LoadResult, profile: str | None,
     profiles = check_profiles(decl, profile, sink)
     ctx = LoweringContext(recipe_dir=result.root, root=result.root, schema=result.schema,
                           profile=profile)
-    selected = apply_profile(decl, profiles[profile]) if profile in profiles else decl
+    selected = apply_profiles(decl, profile_chain(profiles, profile)) if profile in profiles else decl
     recipe = _safe(lambda: lower_recipe(selected, ctx, sink), sink)
     result.solution_sources = dict(ctx.solution_sources)
     if recipe is not None:
         check_recipe(selected, recipe, ctx, sink, sources)
     # Profiles not selected are still checked, so `craftc check` catches their mistakes.
-    for name, prof in profiles.items():
+    # Bases before the profiles that extend them, so a finding is reported plainly first.
+    for name, prof in sorted(profiles.items(), key=lambda item: len(profile_chain(profiles, item[0]))):
         if name == profile:
             continue
         variant_sink = DiagnosticSink()
         variant_ctx = LoweringContext(recipe_dir=result.root, root=result.root, schema=result.schema,
                                       profile=name, lowered_workflows=ctx.lowered_workflows)
-        merged = apply_profile(decl, prof)
+        chain = profile_chain(profiles, name)
+        merged = apply_profiles(decl, chain)
         variant = _safe(lambda: lower_recipe(merged, variant_ctx, variant_sink), variant_sink)
         if variant is not None:
             check_recipe(merged, variant, variant_ctx, variant_sink, sources, workflows=False)
-        sink.extend(d for d in variant_sink.items if d.span is None or
-                    _inside(d, prof))
+        sink.extend(_profile_findings(variant_sink.items, chain, sink.items))
     return recipe
+
+
+def _profile_findings(found: list[Diagnostic], chain: tuple, known: list[Diagnostic]) -> list[Diagnostic]:
+    """What checking a profile found that the recipe's own check did not: the findings inside
+    the profile, and inside the bases it extends. A base's setting may clash only with what
+    this profile adds; such a finding gets a note naming the profile, and one the base's own
+    check reported is not repeated."""
+    prof, out = chain[-1], []
+    for d in found:
+        if d in known or (d.span is not None and not any(_inside(d, p) for p in chain)):
+            continue
+        if d.span is not None and not _inside(d, prof):
+            d = replace(d, notes=(*d.notes, f"with profile `{prof.name}`, which extends `{prof.extends}`"))
+        out.append(d)
+    return out
 
 
 def _inside(d: Diagnostic, prof) -> bool:

@@ -32,7 +32,7 @@ from craftc.syntax import (
 )
 
 __all__ = [
-    "snake_case", "lower_schema", "lower_recipe", "apply_profile", "LoweringContext",
+    "snake_case", "lower_schema", "lower_recipe", "apply_profile", "apply_profiles", "profile_chain", "LoweringContext",
     "render_expr", "lower_expectation", "lower_expect_line", "SCALAR_TYPES", "GATE_ORDER", "BUILTIN_JUDGES", "DEFAULT_TOOLS",
 ]
 
@@ -193,6 +193,28 @@ def apply_profile(decl: RecipeDecl, profile: ProfileDecl) -> RecipeDecl:
                               merge_settings(old.settings, b.settings), old.span)
     return RecipeDecl(decl.name, decl.name_span, decl.uses_schema, settings, decl.workflows,
                       tuple(blocks), decl.profiles, decl.span)
+
+
+def profile_chain(profiles: dict[str, ProfileDecl], name: str) -> tuple[ProfileDecl, ...]:
+    """The profiles that ``profile NAME`` applies, its furthest base first and itself last.
+
+    ``profile b extends a`` is ``a``'s settings and blocks, then ``b``'s. The chain stops
+    at a base that is not declared or already in it (check_profiles reports both), so a
+    broken ``extends`` never loops.
+    """
+    chain: list[ProfileDecl] = []
+    current = profiles.get(name)
+    while current is not None and all(current.name != p.name for p in chain):
+        chain.append(current)
+        current = profiles.get(current.extends) if current.extends else None
+    return tuple(reversed(chain))
+
+
+def apply_profiles(decl: RecipeDecl, chain: tuple[ProfileDecl, ...]) -> RecipeDecl:
+    """The recipe with each profile of ``chain`` merged in, in order (see profile_chain)."""
+    for profile in chain:
+        decl = apply_profile(decl, profile)
+    return decl
 
 
 SINGLETON_BLOCKS = ("teacher", "reward", "eval", "format")

@@ -64,6 +64,8 @@ def resolve_settings(kind: str, settings: tuple[Setting, ...], sink: DiagnosticS
             _unknown_key(kind, s, table, sink, what)
             continue
         value = _coerce(key, s, sink, what)
+        if value is _NO_BLOCK:           # `lora none`: the IR default, no block
+            continue
         if isinstance(value, dict):      # one setting filling several fields (env, reject, rollout)
             out.update(value)
         elif value is not _BAD:
@@ -107,13 +109,22 @@ class _Bad:
 
 
 _BAD = _Bad()
+_NO_BLOCK = _Bad()
+
+
+def _no_block(key: Key, s: Setting) -> bool:
+    """`lora none`: a block whose default is none, turned off (a profile can drop a block
+    that the recipe or its base profile sets)."""
+    return key.default == "none" and s.block is None and len(s.values) == 1 and s.values[0].text == "none"
 
 
 def _coerce(key: Key, s: Setting, sink: DiagnosticSink, what: str) -> Any:
     if key.type == "block":
+        if _no_block(key, s):
+            return _NO_BLOCK
         if s.block is None:
             sink.error("E212", f"`{s.key}` in `{what}` takes a block", s.key_span,
-                       f"write `{s.key} {{ ... }}`")
+                       f"write `{s.key} {{ ... }}`" + (f", or `{s.key} none` for none" if key.default == "none" else ""))
             return _BAD
         return s.block
     if s.block is not None:

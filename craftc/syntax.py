@@ -235,6 +235,9 @@ class ProfileDecl:
     settings: tuple[Setting, ...]
     blocks: tuple[Block, ...]
     span: Span
+    # `profile NAME extends BASE`: the profile whose settings come first, and where it is named.
+    extends: str | None = None
+    extends_span: Span | None = None
 
 
 @dataclass(frozen=True)

@@ -349,9 +349,14 @@ class ToSyntax(Transformer):
     @v_args(meta=True)
     def profile(self, meta, c):
         items = c[1:]
+        base = next((x for x in items if isinstance(x, tuple) and x[0] == "extends"), None)
         return ProfileDecl(str(c[0]), self._ts(c[0]),
                            tuple(x for x in items if isinstance(x, Setting)),
-                           tuple(x for x in items if isinstance(x, Block)), self._span(meta))
+                           tuple(x for x in items if isinstance(x, Block)), self._span(meta),
+                           extends=str(base[1]) if base else None, extends_span=self._ts(base[1]) if base else None)
+
+    def profile_base(self, c):
+        return ("extends", c[0])
 
     @v_args(meta=True)
     def recipe(self, meta, c):

@@ -55,4 +55,28 @@ def check_profiles(decl: RecipeDecl, selected: str | None,
         help_text = (f"did you mean `{guess}`? " if guess else "") + f"known profiles: {known}"
         sink.error("E107", f"unknown profile `{selected}` for recipe `{decl.name}`",
                    decl.name_span, help_text)
+    _check_bases(profiles, sink)
     return profiles
+
+
+def _check_bases(profiles: dict[str, ProfileDecl], sink: DiagnosticSink) -> None:
+    """Each `profile NAME extends BASE` names a declared profile (E107), and no chain of
+    them comes back to where it started (E119, reported once, at its first profile)."""
+    known = {name: p.name_span for name, p in profiles.items()}
+    reported: set[str] = set()
+    for profile in profiles.values():
+        if profile.extends is None:
+            continue
+        if profile.extends not in profiles:
+            unknown_name("E107", "profile", profile.extends, profile.extends_span, known, sink,
+                         owner=f"profile {profile.name} extends {profile.extends}")
+            continue
+        path, current = [profile.name], profiles[profile.extends]
+        while current.name not in path and current.extends in profiles:
+            path.append(current.name)
+            current = profiles[current.extends]
+        if current.name == profile.name and not reported & set(path):
+            reported.update(path)
+            cycle = " -> ".join(f"`{name}`" for name in [*path, profile.name])
+            sink.error("E119", f"profiles extend each other in a cycle: {cycle}", profile.extends_span,
+                       f"a profile's base is applied before it; end the chain at a profile with no `extends`")
