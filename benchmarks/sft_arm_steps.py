@@ -37,7 +37,7 @@ def step_seconds(plan_dir: Path, run: Path, arm: str, batch: int, sampler: str, 
 
     from runtime.train.curriculum import prefix_conversations, read_curriculum
     from runtime.train.precision import load_for_training
-    from runtime.train.sft import (_load_inputs, _sft_trainer, examples_reached, read_stage_plan, sft_config,
+    from runtime.train.sft import (PhaseHooks, _load_inputs, _sft_trainer, examples_reached, read_stage_plan, sft_config,
                                    tokenized_dataset)
 
     trl_kwargs, roles = read_stage_plan(plan_dir, "sft")
@@ -64,7 +64,7 @@ def step_seconds(plan_dir: Path, run: Path, arm: str, batch: int, sampler: str, 
         args = sft_config(trl_kwargs, out, overrides)
         model = load_for_training(model_dir, args, local_files_only=True)
         trainer = _sft_trainer(model, args, tokenizer, None, tokenized_dataset(tokenizer, examples_reached(dataset, args),
-                                                                               roles), "main", [], sampler)
+                                                                               roles), "main", PhaseHooks(), sampler)
         trainer.add_callback(Clock())
         trainer.train()
     return times[1]

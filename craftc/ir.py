@@ -624,6 +624,13 @@ class StageBase(Node):
         description="activation checkpointing: recompute each layer's activations in the backward pass "
         "instead of keeping them (less memory, more compute); `auto`: on with GPUs, off on CPU (under `engine "
         "verl`, verl's own default: on)")
+    # TRL saves every `save_steps` (500) optimiser steps: a pretrained model's 256 steps of 15 s
+    # each would never be saved before the end, and a kill would lose an hour of training.
+    checkpoint_every_s: float = Field(
+        600.0, ge=0, exclude_if=_omitted_at(600.0),
+        description="also save a checkpoint once this much training time has passed since the last one, "
+        "so a killed run resumes losing at most that much (`0`: every 500 steps only)",
+        json_schema_extra=_surface(key="checkpoint_every", type="duration", engine="trl"))
     lora: LoraAdapter | None = Field(
         None, description="train a LoRA adapter instead of every weight (`lora { r 16  alpha 32 }`); "
                           "the stage saves the adapter and the merged model later steps read",

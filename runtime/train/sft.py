@@ -47,6 +47,7 @@ from runtime.train.loss_head import score_trained_positions_in
 from runtime.train.masking import check_masking, labels_for, mask_report, write_mask_report
 from runtime.train.question_dropout import rewritten_passes
 from runtime.train.schema_docs import SCHEMA_DOCS_DIR, SchemaDocsError, read_schema_docs
+from runtime.train.timed_checkpoints import timed_checkpoints
 
 __all__ = ["SFTSetupError", "StepConfig", "main", "read_stage_plan", "sft_config", "train_sft"]
 
@@ -97,7 +98,8 @@ class StepConfig(dict):
     """The step config JSON with its paths resolved against the file's directory."""
 
     KEYS = ("model_dir", "dataset_dir", "out_dir", "trl_overrides")
-    OPTIONAL = ("prefix_overrides",)      # the warm-up's measured `max_steps` (the stuffed arm)
+    # The warm-up's measured `max_steps` (the stuffed arm); the stage's `checkpoint_every`.
+    OPTIONAL = ("prefix_overrides", "checkpoint_every_s")
 
     @classmethod
     def read(cls, path: Path) -> "StepConfig":
@@ -238,18 +240,32 @@ def examples_reached(dataset, args):
     return dataset if reached >= len(dataset) else dataset.shuffle(seed=seed).select(range(reached))
 
 
-def _sft_trainer(model, args, tokenizer, peft, train_dataset, phase: str, thread_changes: list[dict],
+class PhaseHooks:
+    """What every phase's trainer gets besides its data: the CPU-share changes it records
+    (runtime.train.core_share) and the plan's `checkpoint_every` (runtime.train.timed_checkpoints)."""
+
+    def __init__(self, checkpoint_every_s: float = 0.0):
+        self.thread_changes: list[dict] = []
+        self.checkpoint_every_s = checkpoint_every_s
+
+    def callbacks(self, phase: str) -> list:
+        share = os.environ.get(CORE_SHARE_ENV)
+        found = [core_share_callback(share, phase, self.thread_changes)] if share else []
+        return found + ([timed_checkpoints(self.checkpoint_every_s)] if self.checkpoint_every_s > 0 else [])
+
+
+def _sft_trainer(model, args, tokenizer, peft, train_dataset, phase: str, hooks: PhaseHooks,
                  sampler: str = "random"):
     """TRL's `SFTTrainer`, its LM head projecting only trained positions on CPU (runtime.train.loss_head).
 
     Launched beside another arm, it follows the launcher's CPU share (runtime.train.core_share),
-    recording each change in `thread_changes`. With `sampler by_prefix` its batches are drawn by
-    prefix and each runs its shared prefix once (runtime.train.prefix_sampler).
+    recording each change in `hooks`; it saves by training time too (`hooks.checkpoint_every_s`).
+    With `sampler by_prefix` its batches are drawn by prefix and each runs its shared prefix
+    once (runtime.train.prefix_sampler).
     """
     from trl import SFTTrainer
 
-    share = os.environ.get(CORE_SHARE_ENV)
-    callbacks = [core_share_callback(share, phase, thread_changes)] if share else None
+    callbacks = hooks.callbacks(phase) or None
     trainer = SFTTrainer(model=model, args=args, processing_class=tokenizer, peft_config=peft,
                          train_dataset=train_dataset, callbacks=callbacks)
     score_trained_positions_in(trainer)
@@ -261,7 +277,7 @@ def _sft_trainer(model, args, tokenizer, peft, train_dataset, phase: str, thread
 
 
 def _pre_phase(model, tokenizer, examples, roles: dict, trl_kwargs: dict, phase: dict, peft, phase_dir: Path,
-               label: str, thread_changes: list[dict], sampler: str = "random"):
+               label: str, hooks: PhaseHooks, sampler: str = "random"):
     """Train `model` on `examples` before the main phase, in place, with `phase`'s TRL overrides.
 
     The schema-docs pass and the warm-up share it: checkpoints and curves in `phase_dir`, so an
@@ -274,7 +290,7 @@ def _pre_phase(model, tokenizer, examples, roles: dict, trl_kwargs: dict, phase:
     use_tracker_dir(trl_kwargs.get("report_to", "none"), phase_dir)   # its own curves
     trainer = _sft_trainer(model, phase_args, tokenizer, peft,
                            tokenized_dataset(tokenizer, examples_reached(examples, phase_args), roles),
-                           label, thread_changes, sampler)
+                           label, hooks, sampler)
     resume = get_last_checkpoint(str(phase_dir)) if phase_dir.is_dir() else None
     result = trainer.train(resume_from_checkpoint=resume)
     losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
@@ -293,18 +309,18 @@ def _named_phase(overrides: dict, suffix: str, **settings) -> dict:
 
 
 def _schema_docs_pass(model, tokenizer, docs: dict, roles: dict, trl_kwargs: dict, overrides: dict, peft, out: Path,
-                      thread_changes: list[dict]):
+                      hooks: PhaseHooks):
     """The `schema_docs` passes (runtime.train.schema_docs) on `model`, in `out/schema_docs`; its summary."""
     from datasets import Dataset
 
     phase = _named_phase(overrides, "-schema-docs", num_train_epochs=docs["passes"], max_steps=-1)
     model, summary = _pre_phase(model, tokenizer, Dataset.from_list(docs["examples"]), roles, trl_kwargs, phase, peft,
-                                out / SCHEMA_DOCS_DIR, "schema docs", thread_changes)
+                                out / SCHEMA_DOCS_DIR, "schema docs", hooks)
     return model, {**summary, "passes": docs["passes"]}
 
 
 def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides: dict, peft, curriculum: dict,
-             prefix_overrides: dict, out: Path, thread_changes: list[dict], sampler: str):
+             prefix_overrides: dict, out: Path, hooks: PhaseHooks, sampler: str):
     """The `prefix_epochs` warm-up (runtime.train.curriculum) on `model`, in `out/prefix`; its summary."""
     passes = curriculum["prefix_epochs"]
     if curriculum.get("question_dropout"):
@@ -318,12 +334,13 @@ def _warm_up(model, tokenizer, dataset, roles: dict, trl_kwargs: dict, overrides
     phase = _named_phase(overrides, "-prefix", num_train_epochs=passes,
                          max_steps=int(prefix_overrides.get("max_steps", -1)))
     return _pre_phase(model, tokenizer, examples, roles, trl_kwargs, phase, peft, out / PREFIX_DIR, "warm-up",
-                      thread_changes, sampler)
+                      hooks, sampler)
 
 
 def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, overrides: dict | None = None,
               peft_kwargs: dict | None = None, curriculum: dict | None = None,
-              prefix_overrides: dict | None = None, sampler: str = "random", schema_docs: dict | None = None) -> dict:
+              prefix_overrides: dict | None = None, sampler: str = "random", schema_docs: dict | None = None,
+              checkpoint_every_s: float = 0.0) -> dict:
     """Run Stage I SFT and return a summary (also written to `out_dir/sft_summary.json`).
 
     Args:
@@ -342,6 +359,8 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
             prefix and runs each batch's shared prefix once; `random` (no file) is TRL's shuffle.
         schema_docs: The plan's `stages/<stage>/schema_docs.json` (passes over the schema's
             documentation before the warm-up and the conversations), or None.
+        checkpoint_every_s: The stage's `checkpoint_every`: every phase also saves a checkpoint
+            once this much training time has passed since its last (0: by steps only).
 
     Returns:
         `{"first_loss", "last_loss", "steps", "world_size", "cpu_threads", "cpu_threads_changes",
@@ -373,23 +392,23 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
     model = load_for_training(model_dir, args, local_files_only=True)
     resume = get_last_checkpoint(str(out))
     warm_up = docs = None
-    threads, thread_changes = torch.get_num_threads(), []
+    threads, hooks = torch.get_num_threads(), PhaseHooks(checkpoint_every_s)
     if schema_docs and schema_docs["passes"] > 0 and resume is None:
         # A checkpoint of the main phase already holds what the schema pass trained.
         model, docs = _schema_docs_pass(model, tokenizer, schema_docs, roles, trl_kwargs, overrides or {}, peft, out,
-                                        thread_changes)
+                                        hooks)
         peft = None    # the pass already wrapped the model in its adapter
     if curriculum and curriculum["prefix_epochs"] > 0 and resume is None:
         # A checkpoint of the main phase already holds the warmed-up weights.
         model, warm_up = _warm_up(model, tokenizer, dataset, roles, trl_kwargs, overrides or {}, peft, curriculum,
-                                  prefix_overrides or {}, out, thread_changes, sampler)
+                                  prefix_overrides or {}, out, hooks, sampler)
         peft = None    # the warm-up already wrapped the model in its adapter
     use_tracker_dir(trl_kwargs.get("report_to", "none"), out)
     if curriculum and curriculum.get("question_dropout"):
         dataset, epochs = rewritten_passes(dataset, curriculum["question_dropout"], args.num_train_epochs, "main")
         args = sft_config(trl_kwargs, out, {**(overrides or {}), "num_train_epochs": epochs})
     trainer = _sft_trainer(model, args, tokenizer, peft,
-                           tokenized_dataset(tokenizer, examples_reached(dataset, args), roles), "main", thread_changes,
+                           tokenized_dataset(tokenizer, examples_reached(dataset, args), roles), "main", hooks,
                            sampler)
     counts = parameter_counts(trainer.model)
     started = time.perf_counter()
@@ -413,7 +432,7 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         # the CPU threads each process started with (accelerate's, from OMP_NUM_THREADS), and
         # where it took more once a concurrent arm finished (runtime.train.core_share)
         "cpu_threads": threads,
-        "cpu_threads_changes": thread_changes,
+        "cpu_threads_changes": hooks.thread_changes,
         "train_runtime_s": round(result.metrics.get("train_runtime", wall), 3),
         "num_tokens": int(tokens),
         "tokens_per_s": round(tokens / wall, 1) if tokens and wall > 0 else None,
@@ -456,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
         config = StepConfig.read(ns.config)
         summary = train_sft(config["model_dir"], config["dataset_dir"], config["out_dir"], trl_kwargs, roles,
                             config["trl_overrides"], peft_kwargs, curriculum, config.get("prefix_overrides"),
-                            sampler, schema_docs)
+                            sampler, schema_docs, config.get("checkpoint_every_s", 0.0))
     except (SFTSetupError, MaskingError, AdapterError, CurriculumError, SharedPrefixError, SchemaDocsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -337,7 +337,7 @@ def run_sft_step(ctx: StepContext) -> StepResult:
         config_path = ctx.out_dir / f"{arm}_config.json"
         config = {"model_dir": _relative(model_dir.resolve(), ctx.out_dir.resolve()),
                   "dataset_dir": _relative((data_dir / mode).resolve(), ctx.out_dir.resolve()),
-                  "out_dir": arm, "trl_overrides": overrides}
+                  "out_dir": arm, "trl_overrides": overrides, "checkpoint_every_s": stage.checkpoint_every_s}
         if prefix_overrides is not None:
             config["prefix_overrides"] = prefix_overrides
         config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")

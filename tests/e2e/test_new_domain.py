@@ -220,6 +220,8 @@ def test_baseline_none_trains_no_stuffed_arm(payments):
     sft = project / "runs" / "my_agent" / "sft"
     assert (sft / "craft_config.json").is_file() and not (sft / "stuffed_config.json").exists()
     assert json.loads((sft / "manifest.json").read_text())["metrics"]["arms"] == ["craft"]
+    # The stage's `checkpoint_every` (its default here) reaches the launched trainer.
+    assert json.loads((sft / "craft_config.json").read_text())["checkpoint_every_s"] == 600.0
 
 
 def test_examples_that_overflow_the_context_fail_at_check_with_a_located_code(payments):

@@ -25,6 +25,7 @@ from runtime.train.grpo.rollout import DynamicSampling, make_rollout_func, rollo
 from runtime.train.grpo.rows import (build_rows, completion_room, load_measure_tasks, load_training_tasks,
                                      outcome_sources)
 from runtime.train.loss_head import score_trained_positions_in
+from runtime.train.timed_checkpoints import timed_checkpoints
 from runtime.train.precision import load_for_training
 
 __all__ = ["grpo_config", "is_main_process", "prepare_scoring", "train_grpo"]
@@ -61,6 +62,16 @@ def prepare_scoring(trainer, job: GRPOJob) -> dict:
             raise GRPOSetupError(f"`shared_prefix on`: {exc}") from None
         done["shared_prefix"] = True
     return done
+
+
+def _callbacks(job, measure_policy) -> list | None:
+    """The dev measurement every `measure_every` steps, and saves by training time (`checkpoint_every`)."""
+    found = []
+    if job.stage["measure_every"]:
+        found.append(measure_every_callback(job.stage["measure_every"], measure_policy))
+    if job.stage["checkpoint_every_s"]:
+        found.append(timed_checkpoints(job.stage["checkpoint_every_s"]))
+    return found or None
 
 
 def _last_checkpoint(path: Path) -> str | None:
@@ -155,9 +166,8 @@ def train_grpo(job: GRPOJob) -> dict:
                                            outcome_of=lambda key, episode: score_episode(
                                                episode, plays[key], spec, terms)[OUTCOME]),
             peft_config=peft,
-            callbacks=[measure_every_callback(job.stage["measure_every"], lambda policy: measure(
-                job, policy, tokenizer, sandbox, probe, terms, llm_judge=llm_judge))]
-            if job.stage["measure_every"] else None,
+            callbacks=_callbacks(job, lambda policy: measure(job, policy, tokenizer, sandbox, probe, terms,
+                                                             llm_judge=llm_judge)),
         )
         prepare_scoring(trainer, job)
         counts = parameter_counts(trainer.model)

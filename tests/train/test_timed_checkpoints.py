@@ -1,0 +1,69 @@
+"""`stage NAME { checkpoint_every 10m }`: checkpoints by training time as well as by steps.
+
+A pretrained model's SFT on CPU takes seconds a step, so TRL's every-500-steps saves would
+come only at the end of a few hundred steps and a kill would lose them all. The setting
+compiles into the stage (tests/compiler/test_checkpoint_every_setting.py), the sft step
+writes it into each arm's step config, and every phase's trainer saves once that much
+training time has passed; a save draws nothing, so the weights are those of a run that
+never saved.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from craftc.ir import GRPOStage
+from runtime.train.masking import ASSISTANT_ONLY
+from runtime.train.sft import train_sft
+from test_sft import SHORT
+
+# No step-count save within the run: every checkpoint below is a timed one.
+NO_STEP_SAVES = {**SHORT, "max_steps": 4, "save_steps": 1000, "save_total_limit": 10}
+
+
+def _checkpoints(out):
+    return sorted(int(p.name.split("-")[1]) for p in out.glob("checkpoint-*"))
+
+
+def test_a_phase_saves_by_training_time_and_trains_the_same_weights(tiny_model_dir, dataset_dir, tmp_path):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    # A clock interval far below a step: a save at every step end.
+    timed = train_sft(tiny_model_dir, dataset_dir, tmp_path / "timed", NO_STEP_SAVES, ASSISTANT_ONLY,
+                      checkpoint_every_s=1e-9)
+    plain = train_sft(tiny_model_dir, dataset_dir, tmp_path / "plain", NO_STEP_SAVES, ASSISTANT_ONLY)
+    assert _checkpoints(tmp_path / "timed") == [1, 2, 3, 4]
+    assert _checkpoints(tmp_path / "plain") == [4]            # TRL's save at the end only
+    assert timed["last_loss"] == plain["last_loss"]
+    a = AutoModelForCausalLM.from_pretrained(tmp_path / "timed" / "final").state_dict()
+    b = AutoModelForCausalLM.from_pretrained(tmp_path / "plain" / "final").state_dict()
+    assert all(torch.equal(a[name], b[name]) for name in b)
+
+
+def test_a_run_killed_after_a_timed_save_resumes_from_it(tiny_model_dir, dataset_dir, tmp_path):
+    out = tmp_path / "out"
+    train_sft(tiny_model_dir, dataset_dir, out, {**NO_STEP_SAVES, "max_steps": 2}, ASSISTANT_ONLY,
+              checkpoint_every_s=1e-9)
+    # As if killed after step 2 of 4: the final model goes, the timed checkpoints stay.
+    for name in ("final", "checkpoint-1"):
+        shutil.rmtree(out / name)
+    resumed = train_sft(tiny_model_dir, dataset_dir, out, NO_STEP_SAVES, ASSISTANT_ONLY)
+    assert resumed["resumed_from"] == "checkpoint-2" and resumed["steps"] == 4
+
+
+@pytest.mark.parametrize("every, callbacks", [(600.0, 1), (0.0, 0)])
+def test_grpo_saves_by_training_time_as_its_stage_says(every, callbacks):
+    from types import SimpleNamespace
+
+    from runtime.train.grpo.trainer import _callbacks
+    from runtime.train.timed_checkpoints import TimeSinceSave
+
+    assert GRPOStage.model_fields["checkpoint_every_s"].default == 600.0
+    job = SimpleNamespace(stage={"measure_every": 0, "checkpoint_every_s": every})
+    found = _callbacks(job, measure_policy=None) or []
+    assert len(found) == callbacks and all(isinstance(c, TimeSinceSave) for c in found)
+    if found:
+        assert found[0].every_s == every
