@@ -153,8 +153,10 @@ def fit_sizes(recipe_path: Path) -> dict:
 
 
 def _gate_timeout(warehouse: Path | None) -> dict:
-    """The execution gate's timeout for a bound warehouse: 2 s up to a million rows, a
-    second more per further million (a query on the reference's scale), at most 30 s."""
+    """The execution gate's timeout for a bound warehouse: the IR's default (10 s) up to a
+    million rows, a second more per further million (a query on the reference's scale), at
+    most 60 s. Shorter limits rejected correct references as timeouts on a loaded machine:
+    the limit is wall clock."""
     if warehouse is None:
         return {"gate_timeout": None, "gate_timeout_why": ""}
     import duckdb
@@ -167,7 +169,10 @@ def _gate_timeout(warehouse: Path | None) -> dict:
             con.close()
     except duckdb.Error:
         rows = 0
-    seconds = min(30, 2 + max(0, int(rows) - 1) // 1_000_000)
+    from craftc.ir import ExecutionGate
+
+    base = int(ExecutionGate.model_fields["timeout_s"].default)
+    seconds = min(60, base + max(0, int(rows) - 1) // 1_000_000)
     return {"gate_timeout": seconds,
             "gate_timeout_why": f"The warehouse holds about {int(rows):,} rows: a candidate that runs past "
                                 f"{seconds}s is rejected as a timeout."}

@@ -195,7 +195,7 @@ def test_the_scaffold_imports_what_the_dbt_project_says_and_prompts_without_a_fi
 
 def test_the_scaffold_sets_a_gate_timeout_sized_to_the_warehouse(payments):
     recipe = (payments.project / "recipes" / "my_agent.craft").read_text()
-    assert "gate execution { reject error, syntax, timeout 2s }" in recipe
+    assert "gate execution { reject error, syntax, timeout 10s }" in recipe
     assert "profile smoke {" in recipe
     # its workflows ask no param: no value group is left for fresh GRPO rows, so GRPO plays SFT's
     assert "per_device_batch 4  rows sft }" in recipe and "the example workflows ask no param" in recipe
