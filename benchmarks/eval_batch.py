@@ -7,8 +7,13 @@ time of the same ROWS first calls at each batch size, with the plan's copy bias,
 many completions are token for token those of the first size (padding can move a float
 in the last place and change a greedy choice).
 
+`--episodes` times the arm's whole eval instead, as the eval step runs it (runtime.eval.step.
+evaluate_arm: every turn, repairs and follow-ups, the sandbox, the plan's split, limit, max
+new tokens and earlier turns): seconds, model calls, passed turns, and whether every call's
+completion text is that of the first size.
+
 Run: .venv/bin/python benchmarks/eval_batch.py MODEL_DIR PLAN_DIR RUN_DIR [--arm craft]
-     [--rows 32] [--sizes 8,16,32] [--new-tokens 512]
+     [--rows 32] [--sizes 8,16,32] [--new-tokens 512] [--episodes]
 e.g. after `make run`: runs/ads_analytics/grpo/final build/ads_analytics runs/ads_analytics
 (the craft arm), or runs/ads_analytics/sft/stuffed/final with --arm stuffed.
 """
@@ -33,7 +38,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=32)
     parser.add_argument("--sizes", default="8,16,32")
     parser.add_argument("--new-tokens", type=int, default=512)
+    parser.add_argument("--episodes", action="store_true", help="time the arm's whole eval, not its first calls")
     args = parser.parse_args()
+    if args.episodes:
+        return whole_arm(args.model_dir, args.plan_dir, args.run_dir, args.arm, [int(s) for s in args.sizes.split(",")])
 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -57,6 +65,51 @@ def main() -> None:
         same = sum(a.completion_ids == b.completion_ids for a, b in zip(first, out))
         print(f"  batch {size:3d}: {wall:7.1f} s, {new:,} new tokens ({new / wall:,.0f}/s), "
               f"same completions as the first size: {same} of {len(out)}")
+
+
+def whole_arm(model_dir: Path, plan_dir: Path, run_dir: Path, arm: str, sizes: list[int]) -> None:
+    """The arm's eval, as the eval step runs it, once per batch size."""
+    from rich.console import Console
+
+    from craftc.ir import BlockFormat
+    from runtime.agent import TurnWording
+    from runtime.agent.history import earlier_turns_of
+    from runtime.distill.step import input_builder
+    from runtime.eval import step as eval_step
+    from runtime.rewards import SchemaTerms
+    from runtime.sandbox import SandboxLimits, SandboxPool
+    from runtime.step_context import StepContext
+    from runtime.train.stages import grpo_stage
+    from runtime.workflows import warmup_jobs
+
+    plan = load_plan(plan_dir)
+    recipe = plan.recipe
+    ctx = StepContext(plan=plan, plan_dir=plan_dir, run_dir=run_dir, out_dir=run_dir / "eval", console=Console(),
+                      seed=recipe.seed)
+    held_out = eval_step.held_out_tasks(run_dir / "dataset" / "dataset" / "eval_instances.json", recipe.eval.split)
+    tasks = eval_step.spread_per_split(eval_step.cap_per_workflow(held_out, recipe.eval.instances), recipe.eval.limit)
+    builder = input_builder(ctx)
+    prompt = ctx.artifact(builder["modes"][builder["eval_arms"][arm]]["system_prompt"]).read_text()
+    wording = TurnWording.from_file(ctx.artifact(builder["turn_template"]))
+    print(f"model {model_dir}, arm {arm}: the whole eval of {len(tasks)} {recipe.eval.split} instances, "
+          f"up to {grpo_stage(recipe).max_new_tokens} new tokens a call")
+    first = None
+    with SandboxPool(recipe.gates.execution.workers, run_dir / "world" / "warehouse.duckdb", SandboxLimits(),
+                     "runtime.world.api:WarehouseApi", warmup=warmup_jobs(tasks)) as sandbox:
+        references = eval_step.reference_frames(tasks, sandbox)
+        for size in sizes:
+            started = time.perf_counter()
+            episodes = eval_step.evaluate_arm(
+                arm, model_dir, tasks, references, prompt, sandbox, BlockFormat(**builder["format"]),
+                builder["max_turns"], wording, SchemaTerms.from_schema(recipe.schema_), grpo_stage(recipe).max_new_tokens,
+                batch_size=size, copy_bias=recipe.eval.copy_bias, earlier_turns=earlier_turns_of(builder),
+                excluded=eval_step.exclusions(tasks, references))
+            wall = time.perf_counter() - started
+            texts = [call.text for e in episodes for turn in e.turns for call in turn.calls]
+            first = first or texts
+            passed = sum(bool(turn.passed) for e in episodes for turn in e.turns)
+            print(f"  batch {size:3d}: {wall:7.1f} s, {len(texts)} model calls, {passed} turns passed, "
+                  f"completions the same as the first size's: {first == texts}")
 
 
 if __name__ == "__main__":
