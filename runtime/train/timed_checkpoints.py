@@ -47,13 +47,30 @@ class TimeSinceSave:
         self.last = self.clock()        # a resumed run counts from its own start
 
     def on_step_end(self, args, state, control, **kwargs):
-        if self.every_s > 0 and self.clock() - self.last >= self.every_s:
+        due = self.every_s > 0 and self.clock() - self.last >= self.every_s
+        if getattr(args, "world_size", 1) > 1:
+            # Each process reads its own clock; a save is collective (sharded weights are
+            # gathered), so all of them must save at the same step or they wait forever.
+            due = _due_on_any_rank(due, args.device)
+        if due:
             control.should_save = True
         return control
 
     def on_save(self, args, state, control, **kwargs):
         self.last = self.clock()        # a step-count save restarts the clock too
         return control
+
+
+def _due_on_any_rank(due: bool, device) -> bool:
+    """True on every process when it is due on any (one all-reduce of a flag per step)."""
+    import torch
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return due
+    flag = torch.tensor([int(due)], device=device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return bool(flag.item())
 
 
 def timed_checkpoints(every_s: float):

@@ -10,6 +10,7 @@ never saved.
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -67,3 +68,41 @@ def test_grpo_saves_by_training_time_as_its_stage_says(every, callbacks):
     assert len(found) == callbacks and all(isinstance(c, TimeSinceSave) for c in found)
     if found:
         assert found[0].every_s == every
+
+
+def test_two_ddp_processes_save_at_the_same_steps(tiny_model_dir, dataset_dir, tmp_path):
+    """Each process reads its own clock; the decision is shared, or a collective save would hang."""
+    from runtime.train.launch import launch_env, run_launch, stage_command
+    from test_launch import CPU_DDP_SFT, _hello_plan
+
+    plan = _hello_plan(tmp_path, CPU_DDP_SFT)
+    config = tmp_path / "step" / "sft.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps({"model_dir": str(tiny_model_dir), "dataset_dir": str(dataset_dir),
+                                  "out_dir": "out", "trl_overrides": {"save_steps": 1000},
+                                  "checkpoint_every_s": 1e-9}))
+    run_launch(stage_command(plan / "stages" / "sft" / "launch.sh", config), cwd=str(tmp_path), env=launch_env())
+    out = config.parent / "out"
+    assert json.loads((out / "sft_summary.json").read_text())["world_size"] == 2
+    assert _checkpoints(out)[-2:] == [2, 3]       # a save at every step end (save_total_limit 2 keeps two)
+
+
+def _agree(rank: int, store: str, results: str) -> None:
+    import torch.distributed as dist
+
+    from runtime.train.timed_checkpoints import _due_on_any_rank
+
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
+    try:
+        # Only rank 0's clock says a save is due.
+        with open(f"{results}.{rank}", "w") as fh:
+            fh.write(str(_due_on_any_rank(rank == 0, "cpu")))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_a_save_due_on_one_process_is_due_on_all(tmp_path):
+    import torch.multiprocessing as mp
+
+    mp.spawn(_agree, args=(str(tmp_path / "store"), str(tmp_path / "due")), nprocs=2, join=True)
+    assert [(tmp_path / f"due.{rank}").read_text() for rank in (0, 1)] == ["True", "True"]
