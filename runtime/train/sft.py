@@ -454,6 +454,13 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
     return summary
 
 
+def _default_checkpoint_every() -> float:
+    """The IR's `checkpoint_every`, for a step config written before the sft step recorded it."""
+    from craftc.ir import SFTStage
+
+    return SFTStage.model_fields["checkpoint_every_s"].default
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI: `python -m runtime.train.sft --plan-dir PLAN --stage NAME --config STEP_CONFIG.json`."""
     parser = argparse.ArgumentParser(prog="python -m runtime.train.sft", description=__doc__.splitlines()[0])
@@ -475,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
         config = StepConfig.read(ns.config)
         summary = train_sft(config["model_dir"], config["dataset_dir"], config["out_dir"], trl_kwargs, roles,
                             config["trl_overrides"], peft_kwargs, curriculum, config.get("prefix_overrides"),
-                            sampler, schema_docs, config.get("checkpoint_every_s", 0.0))
+                            sampler, schema_docs, config.get("checkpoint_every_s", _default_checkpoint_every()))
     except (SFTSetupError, MaskingError, AdapterError, CurriculumError, SharedPrefixError, SchemaDocsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
