@@ -68,42 +68,25 @@ def main() -> None:
 
 
 def whole_arm(model_dir: Path, plan_dir: Path, run_dir: Path, arm: str, sizes: list[int]) -> None:
-    """The arm's eval, as the eval step runs it, once per batch size."""
+    """The arm's eval, as the eval step runs it (its own inputs, sandbox and arm runner), once per batch size."""
     from rich.console import Console
 
-    from craftc.ir import BlockFormat
-    from runtime.agent import TurnWording
-    from runtime.agent.history import earlier_turns_of
-    from runtime.distill.step import input_builder
     from runtime.eval import step as eval_step
-    from runtime.rewards import SchemaTerms
-    from runtime.sandbox import SandboxLimits, SandboxPool
     from runtime.step_context import StepContext
-    from runtime.train.stages import grpo_stage
-    from runtime.workflows import warmup_jobs
 
     plan = load_plan(plan_dir)
-    recipe = plan.recipe
     ctx = StepContext(plan=plan, plan_dir=plan_dir, run_dir=run_dir, out_dir=run_dir / "eval", console=Console(),
-                      seed=recipe.seed)
-    held_out = eval_step.held_out_tasks(run_dir / "dataset" / "dataset" / "eval_instances.json", recipe.eval.split)
-    tasks = eval_step.spread_per_split(eval_step.cap_per_workflow(held_out, recipe.eval.instances), recipe.eval.limit)
-    builder = input_builder(ctx)
-    prompt = ctx.artifact(builder["modes"][builder["eval_arms"][arm]]["system_prompt"]).read_text()
-    wording = TurnWording.from_file(ctx.artifact(builder["turn_template"]))
-    print(f"model {model_dir}, arm {arm}: the whole eval of {len(tasks)} {recipe.eval.split} instances, "
-          f"up to {grpo_stage(recipe).max_new_tokens} new tokens a call")
+                      seed=plan.recipe.seed)
+    inputs = eval_step.eval_inputs(ctx)
+    print(f"model {model_dir}, arm {arm}: the whole eval of {len(inputs.tasks)} {inputs.split} instances, "
+          f"up to {inputs.max_new_tokens} new tokens a call")
     first = None
-    with SandboxPool(recipe.gates.execution.workers, run_dir / "world" / "warehouse.duckdb", SandboxLimits(),
-                     "runtime.world.api:WarehouseApi", warmup=warmup_jobs(tasks)) as sandbox:
-        references = eval_step.reference_frames(tasks, sandbox)
+    with eval_step.eval_sandbox(ctx, inputs.tasks) as sandbox:
+        references = eval_step.reference_frames(inputs.tasks, sandbox)
+        excluded = eval_step.exclusions(inputs.tasks, references)
         for size in sizes:
             started = time.perf_counter()
-            episodes = eval_step.evaluate_arm(
-                arm, model_dir, tasks, references, prompt, sandbox, BlockFormat(**builder["format"]),
-                builder["max_turns"], wording, SchemaTerms.from_schema(recipe.schema_), grpo_stage(recipe).max_new_tokens,
-                batch_size=size, copy_bias=recipe.eval.copy_bias, earlier_turns=earlier_turns_of(builder),
-                excluded=eval_step.exclusions(tasks, references))
+            episodes = eval_step.run_arm(inputs, arm, model_dir, sandbox, references, excluded, batch_size=size)
             wall = time.perf_counter() - started
             texts = [call.text for e in episodes for turn in e.turns for call in turn.calls]
             first = first or texts

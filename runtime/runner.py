@@ -92,11 +92,12 @@ TRACKED_STEPS = ("gate", "sft", "grpo", "eval")
 VERSIONED_PACKAGES = ("craft", "duckdb", "torch", "transformers", "trl", "accelerate", "datasets")
 
 
-# Steps whose trainers checkpoint into the step's staging dir and resume from the last
-# checkpoint they find there (runtime.train.sft, runtime.train.grpo): an interrupted run of
-# one keeps that dir when its inputs are unchanged, so no finished training step is redone.
-# The other steps are rebuilt whole: they are cheap or keep their own cache outside.
-RESUMABLE_STEPS = ("sft", "grpo")
+# Steps that save finished work into their staging dir as they go and pick it up again:
+# the trainers resume from their last checkpoint (runtime.train.sft, runtime.train.grpo),
+# eval reads back the arms it finished (runtime.eval.arm_files). An interrupted run of one
+# keeps that dir when its inputs are unchanged, so no finished training step or eval arm
+# is redone. The other steps are rebuilt whole: they are cheap or keep their own cache outside.
+RESUMABLE_STEPS = ("sft", "grpo", "eval")
 RESUME_MARKER = ".craft-inputs-hash"
 
 
@@ -372,7 +373,7 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
     if step in RESUMABLE_STEPS and marker.is_file() and marker.read_text(encoding="utf-8") == inputs_hash:
         # A training step stopped part-way (kill, power loss) with the same inputs: its
         # checkpoints in the staging dir are kept and the trainer resumes from the last one.
-        console.print(f"[yellow]![/] {step}: resuming the interrupted run from its checkpoints in "
+        console.print(f"[yellow]![/] {step}: resuming the interrupted run from what it saved in "
                       f"{tmp_dir.relative_to(run_dir)}")
     else:
         if tmp_dir.exists():

@@ -25,9 +25,12 @@ arm with one example each, docs/evaluation.md).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runtime.agent import AgentTask, HFGenerator, TurnWording, run_episodes
+from runtime.eval.arm_files import finished_arm, write_arm
 from runtime.eval.failures import ReferenceCatalog, classify_episode, failure_summary
 from runtime.eval.coverage import not_evaluated
 from runtime.eval.metrics import per_workflow, summarise
@@ -35,7 +38,12 @@ from runtime.eval.progress import ArmProgress
 from runtime.eval.scoring import score_episode
 from runtime.layout import EVAL_ARM_MODELS
 
-__all__ = ["reference_frames", "eval_generator", "evaluate_arm", "split_summaries", "spread_per_split", "run_eval"]
+if TYPE_CHECKING:
+    from craftc.ir import BlockFormat
+    from runtime.rewards import SchemaTerms
+
+__all__ = ["EvalInputs", "eval_inputs", "eval_sandbox", "run_arm", "arm_model", "reference_frames", "eval_generator",
+           "evaluate_arm", "split_summaries", "spread_per_split", "run_eval"]
 
 SPLIT_ORDER = ("new_values", "new_phrasing", "new_workflow")
 EMPTY_REFERENCE = "the reference returns no rows, so any empty answer would pass"
@@ -232,17 +240,49 @@ def _workflows_kept(by_workflow: dict[str, list[int]], tasks: list, n: int) -> l
     return [w for w in workflows if w in picked]
 
 
-def run_eval(ctx):
-    """Evaluate every arm of the recipe on the held-out instances."""
+@dataclass
+class EvalInputs:
+    """What every arm's eval reads, assembled once from the plan and the run dir.
+
+    The eval step, its arm workers and benchmarks/eval_batch.py build it the same way
+    (:func:`eval_inputs`), so an arm timed by a benchmark is the arm the step runs.
+    """
+
+    split: str                      # dev or test
+    held_out: list[AgentTask]       # every held-out instance of the split
+    tasks: list[AgentTask]          # those scored: `instances` per workflow and kind, then `limit`
+    limited: dict | None            # what `eval { limit N }` kept, for eval.json; None when it kept all
+    builder: dict                   # the plan's specs/input_builder.json
+    prompts: dict[str, str]         # arm -> its system prompt
+    fmt: BlockFormat
+    wording: TurnWording
+    earlier_turns: str              # what later questions see of earlier turns
+    terms: SchemaTerms
+    max_new_tokens: int             # the grpo stage's, as rollouts decode
+    engine: str                     # the rollout engine the plan chose
+    catalog: ReferenceCatalog
+    copy_bias: float
+    batch: int
+
+    @property
+    def max_turns(self) -> int:
+        return self.builder["max_turns"]
+
+    @property
+    def user_turns(self) -> int:
+        return sum(len(t.turns) for t in self.tasks)
+
+
+def eval_inputs(ctx) -> EvalInputs:
+    """The held-out tasks eval scores and how each arm is prompted and decodes; a clear
+    ``StepError`` for an instance file or input builder the step cannot use."""
     from craftc.ir import BlockFormat
     from runtime.agent.history import earlier_turns_of
+    from runtime.agent.task import TaskFormatError
     from runtime.distill.step import input_builder
     from runtime.rewards import SchemaTerms
-    from runtime.sandbox import SandboxLimits, SandboxPool, sandbox_workers
+    from runtime.step_context import StepError
     from runtime.train.stages import grpo_stage
-    from runtime.step_context import StepError, StepResult
-    from runtime.agent.task import TaskFormatError
-    from runtime.workflows import warmup_jobs
 
     recipe = ctx.plan.recipe
     dataset = ctx.input_dir("dataset")
@@ -267,18 +307,77 @@ def run_eval(ctx):
         limited, tasks = {"per_split": recipe.eval.limit, "held_out": len(tasks)}, kept
     # specs/input_builder.json says which input mode (system prompt) each arm gets.
     builder = input_builder(ctx)
-    wording = TurnWording.from_file(ctx.artifact(builder["turn_template"]))
-    prompts = {arm: ctx.artifact(builder["modes"][mode]["system_prompt"]).read_text()
-               for arm, mode in builder["eval_arms"].items()}
-    fmt = BlockFormat(**builder["format"])
     try:
         earlier_turns = earlier_turns_of(builder)
     except ValueError as err:
         raise StepError(str(err)) from None
-    terms = SchemaTerms.from_schema(recipe.schema_)
     stage = grpo_stage(recipe)
-    max_new, engine = stage.max_new_tokens, stage.rollout
-    if engine == "vllm":        # evaluation generates with the engine the plan chose for rollouts
+    return EvalInputs(
+        split=split, held_out=held_out, tasks=tasks, limited=limited, builder=builder,
+        prompts={arm: ctx.artifact(builder["modes"][mode]["system_prompt"]).read_text()
+                 for arm, mode in builder["eval_arms"].items()},
+        fmt=BlockFormat(**builder["format"]), wording=TurnWording.from_file(ctx.artifact(builder["turn_template"])),
+        earlier_turns=earlier_turns, terms=SchemaTerms.from_schema(recipe.schema_),
+        max_new_tokens=stage.max_new_tokens, engine=stage.rollout, catalog=reference_catalog(ctx, held_out),
+        copy_bias=recipe.eval.copy_bias, batch=recipe.eval.batch)
+
+
+def eval_sandbox(ctx, tasks: list[AgentTask]):
+    """The sandbox pool eval runs agent code in: eval's own limits, the gate's secret redaction."""
+    from runtime.sandbox import SandboxLimits, SandboxPool, sandbox_workers
+    from runtime.workflows import warmup_jobs
+
+    recipe = ctx.plan.recipe
+    limits = SandboxLimits(secret_env=recipe.gates.execution.secret_env)
+    return SandboxPool(sandbox_workers(recipe, ctx.console), ctx.input_dir("world") / "warehouse.duckdb", limits,
+                       "runtime.world.api:WarehouseApi", warmup=warmup_jobs(tasks))
+
+
+def run_arm(inputs: EvalInputs, arm: str, model_dir: Path, sandbox, references: dict, excluded: dict,
+            progress: ArmProgress | None = None, batch_size: int | None = None) -> list:
+    """One arm's greedy episodes on the inputs' tasks, as the eval step runs them."""
+    return evaluate_arm(arm, model_dir, inputs.tasks, references, inputs.prompts[arm], sandbox, inputs.fmt,
+                        inputs.max_turns, inputs.wording, inputs.terms, inputs.max_new_tokens, engine=inputs.engine,
+                        catalog=inputs.catalog, progress=progress, earlier_turns=inputs.earlier_turns,
+                        copy_bias=inputs.copy_bias, batch_size=batch_size or inputs.batch, excluded=excluded)
+
+
+def arm_model(ctx, arm: str) -> Path:
+    """The trained model an arm decodes with: GRPO's for craft, the sft step's for the others."""
+    sft_arm, after_grpo = EVAL_ARM_MODELS[arm]
+    return ctx.input_dir("grpo") / "final" if after_grpo else _sft_model(ctx, sft_arm)
+
+
+def _arm_episodes(ctx, inputs: EvalInputs, arm: str, sandbox, references: dict, excluded: dict) -> list:
+    """The arm's episodes: read back if an interrupted run of this step finished the arm, else decoded and saved."""
+    episodes_dir = ctx.out_dir / "episodes"
+    done, why_not = finished_arm(episodes_dir, arm, [t.id for t in inputs.tasks])
+    if done is not None:
+        ctx.console.print(f"eval: arm {arm}: its {len(done)} episodes were finished by the interrupted run, "
+                          "so they are read back, not decoded again")
+        return done
+    if why_not:
+        ctx.console.print(f"[yellow]![/] eval: arm {arm}: {why_not}; decoding the arm again")
+    ctx.console.print(f"eval: arm {arm} on {len(inputs.tasks)} instances")
+    with ArmProgress(ctx.console, arm, len(inputs.tasks), inputs.user_turns, inputs.max_turns) as progress:
+        episodes = run_arm(inputs, arm, arm_model(ctx, arm), sandbox, references, excluded, progress)
+    write_arm(episodes_dir, arm, episodes)
+    return episodes
+
+
+def run_eval(ctx):
+    """Evaluate every arm of the recipe on the held-out instances.
+
+    Each arm's episodes are saved as soon as it finishes; rerun after an interruption
+    (the runner keeps this step's staging dir when its inputs are unchanged), the
+    finished arms are read back and only the others decode.
+    """
+    from runtime.step_context import StepResult
+
+    recipe = ctx.plan.recipe
+    inputs = eval_inputs(ctx)
+    if inputs.engine == "vllm":        # evaluation generates with the engine the plan chose for rollouts
+        from runtime.step_context import StepError
         from runtime.train.launch import PreflightError, preflight
 
         try:
@@ -288,33 +387,16 @@ def run_eval(ctx):
     if recipe.eval.copy_bias:
         ctx.console.print(f"eval: every arm decodes with `copy_bias {recipe.eval.copy_bias:g}` (the asked words' "
                           "logits raised; docs/evaluation.md, \"Copy bias\")")
-    def model_of(arm: str) -> Path:
-        sft_arm, after_grpo = EVAL_ARM_MODELS[arm]
-        return ctx.input_dir("grpo") / "final" if after_grpo else _sft_model(ctx, sft_arm)
-
-    catalog = reference_catalog(ctx, held_out)
-    (ctx.out_dir / "episodes").mkdir(parents=True, exist_ok=True)
+    tasks, split = inputs.tasks, inputs.split
     results, by_workflow, failures = {}, {}, {}
-    warmup = warmup_jobs(tasks)
-    limits = SandboxLimits(secret_env=recipe.gates.execution.secret_env)  # eval's own limits, the gate's redaction
-    with SandboxPool(sandbox_workers(recipe, ctx.console), ctx.input_dir("world") / "warehouse.duckdb", limits,
-                     "runtime.world.api:WarehouseApi", warmup=warmup) as sandbox:
+    with eval_sandbox(ctx, tasks) as sandbox:
         references = reference_frames(tasks, sandbox)
         excluded = exclusions(tasks, references)
-        turns = sum(len(t.turns) for t in tasks)
+        turns = inputs.user_turns
         ctx.console.print(f"eval: split {split}: {len(tasks)} instances, {turns} user turns, {turns - len(excluded)} "
                           f"scored ({len(excluded)} whose reference returns no rows or fails are run, not scored)")
         for arm in recipe.eval.arms:
-            ctx.console.print(f"eval: arm {arm} on {len(tasks)} instances")
-            with ArmProgress(ctx.console, arm, len(tasks), sum(len(t.turns) for t in tasks),
-                             builder["max_turns"]) as progress:
-                episodes = evaluate_arm(arm, model_of(arm), tasks, references, prompts[arm], sandbox,
-                                        fmt, builder["max_turns"], wording, terms, max_new, engine=engine,
-                                        catalog=catalog, progress=progress, earlier_turns=earlier_turns,
-                                        copy_bias=recipe.eval.copy_bias, batch_size=recipe.eval.batch,
-                                        excluded=excluded)
-            (ctx.out_dir / "episodes" / f"{arm}.jsonl").write_text(
-                "".join(json.dumps(e.to_dict(), sort_keys=True) + "\n" for e in episodes))
+            episodes = _arm_episodes(ctx, inputs, arm, sandbox, references, excluded)
             results[arm] = split_summaries(episodes, ctx.seed)
             by_workflow[arm], failures[arm] = per_workflow(episodes), failure_summary(episodes)
     report = {"arms": list(recipe.eval.arms), "instances": len(tasks), "results": results,
@@ -323,19 +405,20 @@ def run_eval(ctx):
                         "excluded": [{"instance_id": k[0], "turn": k[1] + 1, "reason": v}
                                      for k, v in sorted(excluded.items())]},
               "per_workflow": by_workflow, "failures": failures,
-              "prompts": builder["eval_arms"], "stuffed_training": "sft step, the same stage settings on dataset/stuffed"}
-    if limited is not None:
-        report["limit"] = limited
+              "prompts": inputs.builder["eval_arms"],
+              "stuffed_training": "sft step, the same stage settings on dataset/stuffed"}
+    if inputs.limited is not None:
+        report["limit"] = inputs.limited
     # Workflows with no scored turn, and why: report.md names them.
-    report["not_evaluated"] = not_evaluated([w.name for w in recipe.workflows], held_out, tasks, excluded, split,
-                                            recipe.eval.limit if limited is not None else None)
-    if earlier_turns != "full":         # what follow-up calls saw of earlier turns, and so paid for
-        report["earlier_turns"] = earlier_turns
+    report["not_evaluated"] = not_evaluated([w.name for w in recipe.workflows], inputs.held_out, tasks, excluded,
+                                            split, recipe.eval.limit if inputs.limited is not None else None)
+    if inputs.earlier_turns != "full":  # what follow-up calls saw of earlier turns, and so paid for
+        report["earlier_turns"] = inputs.earlier_turns
     if recipe.eval.copy_bias:           # how every arm decoded
         report["copy_bias"] = recipe.eval.copy_bias
     outputs = []
     if recipe.eval.general:
-        report["general"] = general_skills(ctx, {arm: model_of(arm) for arm in recipe.eval.arms})
+        report["general"] = general_skills(ctx, {arm: arm_model(ctx, arm) for arm in recipe.eval.arms})
         outputs.append("general.md")
     (ctx.out_dir / "eval.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     flat = {f"{arm}.{m}": v["value"] for arm, r in results.items() for m, v in r["all"].items()}

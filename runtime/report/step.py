@@ -9,6 +9,7 @@ from runtime.report.breakdown import build_workflow_table, markdown_failures, ma
 from runtime.report.plots import plot_metric_bars, plot_training_curves
 from runtime.agent import Episode
 from runtime.agent.history import what_is_kept
+from runtime.eval.arm_files import read_arm
 from runtime.eval.metrics import instance_values, repair_counts
 from runtime.eval.stats import paired_difference, paired_ratio
 from runtime.eval.coverage import without_training_data
@@ -38,8 +39,7 @@ def read_episodes(episodes_dir: Path, arms: list[str]) -> dict[str, list[Episode
     files = {arm: episodes_dir / f"{arm}.jsonl" for arm in arms}
     if not all(f.is_file() for f in files.values()):
         return {}
-    return {arm: [Episode.from_dict(json.loads(line)) for line in f.read_text().splitlines() if line.strip()]
-            for arm, f in files.items()}
+    return {arm: read_arm(f) for arm, f in files.items()}
 
 
 def cost_ratios(episodes: dict[str, list[Episode]], baseline: str = "stuffed", seed: int = 0) -> dict:
