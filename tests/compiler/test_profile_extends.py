@@ -107,8 +107,10 @@ def test_the_ads_recipes_dev_profiles_say_only_what_they_change():
     steps = load_recipe(path, profile="pretrained_dev_steps_256").recipe
     full = load_recipe(path, profile="pretrained_dev_full_ft").recipe
     docs = load_recipe(path, profile="pretrained_dev_schema_docs").recipe
+    both = load_recipe(path, profile="pretrained_dev_full_ft_docs").recipe
     assert steps.models == base.models and steps.stages[1] == base.stages[1]
     assert (steps.stages[0].steps, steps.eval.split, steps.eval.arms) == (256, "dev", ("craft", "sft_only"))
     assert steps.stages[0].lora == base.stages[0].lora is not None
     assert (full.stages[0].lora, full.stages[0].lr, full.stages[0].steps) == (None, 1e-4, 256)
     assert (docs.stages[0].schema_docs, docs.stages[0].lora) == (4.0, base.stages[0].lora)
+    assert (both.stages[0].schema_docs, both.stages[0].lora, both.stages[0].lr) == (4.0, None, 1e-4)
