@@ -127,3 +127,39 @@ def test_missing_instance_file_is_a_setup_error_before_any_sandbox(trained, tmp_
     missing = GRPOJob(**{**job.__dict__, "instances": str(tmp_path / "absent.json"), "out_dir": str(tmp_path / "o")})
     with pytest.raises(GRPOSetupError, match="absent.json is missing; run the dataset step first"):
         train_grpo(missing)
+
+
+def test_a_resumed_run_reads_its_before_measurement_back(trained, monkeypatch):
+    """The before measurement is saved as soon as it is taken: a run resumed from its
+    checkpoints measures only after training, and reports the same before."""
+    import runtime.train.grpo.trainer as trainer_module
+
+    job, first = trained
+    samples = []
+    real = trainer_module.measure
+    monkeypatch.setattr(trainer_module, "measure",
+                        lambda *args, **kwargs: samples.append(kwargs.get("samples", 0)) or real(*args, **kwargs))
+    job.trl = {**job.trl, "max_steps": job.trl["max_steps"] + 1}
+    summary = train_grpo(job)
+    assert samples == [0, job.stage["group"]]          # after training, greedy and sampled; nothing before
+    assert (summary["before"], summary["before_sampled"]) == (first["before"], first["before_sampled"])
+    assert summary["change"]["greedy"].keys() == first["change"]["greedy"].keys()
+
+
+def test_a_saved_before_measurement_of_other_rows_is_measured_again(tmp_path):
+    from runtime.train.grpo.measuring import measured_before
+
+    taken = []
+    measurement = ({"total": 0.5}, {"total": 0.25}, [["i0", {"total": 0.5}]], [["i0", {"total": 0.25}]])
+
+    def take():
+        taken.append(1)
+        return measurement
+
+    path = tmp_path / "measured_before.json"
+    assert measured_before(path, "key-a", take) == measurement and len(taken) == 1
+    assert measured_before(path, "key-a", take) == measurement and len(taken) == 1      # read back
+    measured_before(path, "key-b", take)                                                  # other rows or model
+    assert len(taken) == 2
+    path.write_text("{not json")
+    assert measured_before(path, "key-b", take) == measurement and len(taken) == 3       # unreadable

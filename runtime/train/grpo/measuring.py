@@ -7,19 +7,25 @@ score a training rollout.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
+from pathlib import Path
 
 from runtime.train.grpo.job import GRPOJob, reward_spec
 from runtime.train.grpo.rewards import score_episode
 from runtime.train.grpo.rollout import play, rollout_copy_bias
 from runtime.train.grpo.rows import RolloutTask
 
-__all__ = ["measure", "paired_change", "measure_every_callback", "measured_curve", "MEASURED"]
+__all__ = ["measure", "measured_before", "before_key", "paired_change", "measure_every_callback", "measured_curve",
+           "MEASURED", "BEFORE_FILE"]
 
 # What the before/after change is reported for.
 CHANGED = ("total", "outcome", "exec_success")
 # The prefix of a measurement's keys in the trainer's log history (`measure_every`).
 MEASURED = "measured/"
+# The before measurement, saved in the stage's output dir as soon as it is taken.
+BEFORE_FILE = "measured_before.json"
 
 
 def measure(job: GRPOJob, model, tokenizer, sandbox, probe: list[RolloutTask], terms=None,
@@ -56,6 +62,43 @@ def measure(job: GRPOJob, model, tokenizer, sandbox, probe: list[RolloutTask], t
         for k, v in scored.items():
             sums[k] = sums.get(k, 0.0) + v
     return {k: round(v / max(1, len(tasks)), 6) for k, v in sorted(sums.items())}
+
+
+def before_key(job: GRPOJob, probe: list[RolloutTask]) -> str:
+    """What the before measurement depends on: the model's files, the rows, and how they are played and scored."""
+    model = Path(job.model_dir)
+    files = sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in model.iterdir() if f.is_file()) \
+        if model.is_dir() else []
+    what = {"model": [str(model), files], "seed": job.seed, "stage": job.stage, "reward": job.reward,
+            "system_prompt": job.system_prompt, "wording": job.wording, "fmt": job.fmt,
+            "earlier_turns": job.earlier_turns, "rows": [t.task.id for t in probe]}
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+def measured_before(path: Path, key: str, take, save: bool = True) -> tuple[dict, dict, list, list]:
+    """The policy measured before training: greedy and sampled means and their per-rollout scores.
+
+    Taken by ``take()`` and saved at ``path`` (``save``: on the process that writes),
+    or read back from there when an interrupted run of the same stage, on the same model
+    and rows (``key``: :func:`before_key`), took it already: the runner keeps the stage's
+    output dir on resume, and a measurement of the same model is the same, so a resumed
+    run does not decode it again. Skipping it moves no training RNG: the trainer seeds
+    its own at construction.
+    """
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        if saved.get("key") == key:
+            return saved["greedy"], saved["sampled"], saved["greedy_scores"], saved["sampled_scores"]
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass                                    # none yet, or unreadable: measure again
+    greedy, sampled, greedy_scores, sampled_scores = take()
+    if save:
+        from craftc.atomic import write_atomic
+
+        write_atomic(path, json.dumps({"key": key, "greedy": greedy, "sampled": sampled,
+                                       "greedy_scores": greedy_scores, "sampled_scores": sampled_scores},
+                                      sort_keys=True) + "\n")
+    return greedy, sampled, greedy_scores, sampled_scores
 
 
 def paired_change(after: list, before: list) -> dict:

@@ -18,7 +18,8 @@ from pathlib import Path
 from craftc.atomic import replace_dir, write_atomic
 from runtime.layout import ADAPTER, FINAL, GRPO_SUMMARY
 from runtime.train.grpo.job import GRPOJob, GRPOSetupError, json_text, reward_llm_judge, reward_spec, schema_terms
-from runtime.train.grpo.measuring import measure, measure_every_callback, measured_curve, paired_change
+from runtime.train.grpo.measuring import (BEFORE_FILE, before_key, measure, measure_every_callback, measured_before,
+                                          measured_curve, paired_change)
 from runtime.train.grpo.plots import plot_curves, plot_measured
 from runtime.train.grpo.rewards import OUTCOME, make_reward_funcs, score_episode
 from runtime.train.grpo.rollout import DynamicSampling, make_rollout_func, rollout_copy_bias
@@ -151,10 +152,18 @@ def train_grpo(job: GRPOJob) -> dict:
         # The measured rows: a seeded sample across workflows, the same before and after.
         picked = random.Random(job.seed).sample(measure_rows, min(job.stage["measure"], len(measure_rows)))
         probe = [measure_plays[r["row_key"]] for r in picked]
-        scores: dict[str, list] = {when: [] for when in ("before", "before_sampled", "after", "after_sampled")}
-        before = measure(job, model, tokenizer, sandbox, probe, terms, llm_judge=llm_judge, scores=scores["before"])
-        before_sampled = measure(job, model, tokenizer, sandbox, probe, terms, samples=group, llm_judge=llm_judge,
-                                 scores=scores["before_sampled"])
+        scores: dict[str, list] = {when: [] for when in ("after", "after_sampled")}
+
+        def measure_before():
+            greedy_scores, sampled_scores = [], []
+            return (measure(job, model, tokenizer, sandbox, probe, terms, llm_judge=llm_judge, scores=greedy_scores),
+                    measure(job, model, tokenizer, sandbox, probe, terms, samples=group, llm_judge=llm_judge,
+                            scores=sampled_scores),
+                    greedy_scores, sampled_scores)
+
+        # Saved once taken: a run resumed from its checkpoints reads it back instead of decoding it again.
+        before, before_sampled, scores["before"], scores["before_sampled"] = measured_before(
+            out / BEFORE_FILE, before_key(job, probe), measure_before, save=is_main_process())
         sampled: dict[str, int] = {}
         dynamic = None
         if job.stage["dynamic_sampling"]:
