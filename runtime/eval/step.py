@@ -244,8 +244,8 @@ def _workflows_kept(by_workflow: dict[str, list[int]], tasks: list, n: int) -> l
 class EvalInputs:
     """What every arm's eval reads, assembled once from the plan and the run dir.
 
-    The eval step, its arm workers and benchmarks/eval_batch.py build it the same way
-    (:func:`eval_inputs`), so an arm timed by a benchmark is the arm the step runs.
+    The eval step and benchmarks/eval_batch.py build it the same way (:func:`eval_inputs`),
+    so an arm timed by the benchmark is the arm the step runs.
     """
 
     split: str                      # dev or test
