@@ -82,10 +82,12 @@ ADOPTERS: dict[str, str] = {
 # must not invalidate them.
 LOGICAL_READERS = {"distill", "gate", "dataset", "grpo"}
 
-# Eval settings that change only how eval decodes or which held-out split it scores, not
-# which instances are drawn, held out or trained on: the distill and dataset steps do not
-# read them.
-EVAL_DECODING = ("copy_bias", "batch", "split")
+# Eval settings that change only how eval decodes, which held-out split it scores or how
+# many of that split's instances (`limit`), not which instances are drawn, held out or
+# trained on: the distill, dataset and grpo steps do not read them, so raising `limit` for
+# a better-powered dev measurement reruns eval alone. A plan leaves a setting at its default
+# out of plan.json, so adding one here changes no hash of a plan that never set it.
+EVAL_DECODING = ("copy_bias", "batch", "split", "limit")
 
 # Steps whose metrics go to the recipe's tracker (`track`): the funnel, training, eval.
 TRACKED_STEPS = ("gate", "sft", "grpo", "eval")

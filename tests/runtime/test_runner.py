@@ -166,6 +166,22 @@ def test_sft_reads_its_own_stage_and_the_baseline_budget_but_not_grpo(tmp_path):
     assert runner.step_inputs_hash("sft", steps_budget, tmp_path) != base
 
 
+def test_eval_settings_that_only_choose_how_eval_scores_rerun_eval_alone(tmp_path):
+    """copy_bias, batch, split and limit are read by eval only: the data and training steps keep their inputs."""
+    from craftc.ir import EvalSpec
+
+    steps = ("distill", "dataset", "sft", "grpo")
+    base = _plan_with({"eval": EvalSpec()}, {})
+    before = {step: runner.step_inputs_hash(step, base, tmp_path) for step in (*steps, "eval")}
+    for change in ({"limit": 16}, {"split": "dev"}, {"batch": 32}, {"copy_bias": 2.0}):
+        plan = _plan_with({"eval": EvalSpec(**change)}, {})
+        assert {s: runner.step_inputs_hash(s, plan, tmp_path) for s in steps} == {s: before[s] for s in steps}, change
+        assert runner.step_inputs_hash("eval", plan, tmp_path) != before["eval"], change
+    # Which instances are held out is a data input.
+    held = _plan_with({"eval": EvalSpec(instances=2)}, {})
+    assert runner.step_inputs_hash("distill", held, tmp_path) != before["distill"]
+
+
 def _warned(ctx):
     CALLS.append("distill")
     return StepResult(metrics={"warnings": ["workflow `w`: 0 of 4 candidates accepted"]})
