@@ -5,6 +5,9 @@ when it is complete: a crash leaves the old content (or nothing), never a mix.
 
 The steps of ``craftc run`` do not need this: the runner builds each step in a
 temporary directory and renames the whole directory into place (`runtime.runner`).
+A step that resumes in that directory after a kill (sft, grpo, eval) does use it for
+the files it reads back, and the runner clears the temporaries a kill left there
+(:func:`remove_leftovers`).
 These helpers are for what is written outside that staging: the plan dir, caches,
 formatted and imported sources, the runner's own records, exports, and trainers that
 a user launches by hand straight into a run dir.
@@ -24,18 +27,36 @@ Example:
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-__all__ = ["write_atomic", "open_atomic", "replace_dir", "staged_dir"]
+__all__ = ["write_atomic", "open_atomic", "replace_dir", "staged_dir", "remove_leftovers"]
 
 
 def _sibling(path: Path, kind: str) -> Path:
     """A hidden, unused name next to ``path``."""
     return path.with_name(f".{path.name}.{os.urandom(4).hex()}.{kind}")
+
+
+# What `_sibling` names a temporary file: a process killed mid-write leaves one behind.
+_TEMPORARY = re.compile(r"^\..+\.[0-9a-f]{8}\.tmp$")
+
+
+def remove_leftovers(root: str | os.PathLike) -> list[Path]:
+    """Delete the half-written temporary files a killed writer left under ``root``; returns them.
+
+    For a directory whose finished files are kept and read again (a resumed step's
+    staging dir): the temporaries are never read, and left there they would count as
+    outputs. Their targets are untouched: an interrupted write left the old content.
+    """
+    found = [p for p in Path(root).rglob(".*.tmp") if p.is_file() and _TEMPORARY.match(p.name)]
+    for path in found:
+        path.unlink(missing_ok=True)
+    return found
 
 
 @contextmanager

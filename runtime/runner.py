@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from rich.console import Console
 
-from craftc.atomic import replace_dir, write_atomic
+from craftc.atomic import remove_leftovers, replace_dir, write_atomic
 from craftc.ir import Plan
 from runtime.layout import MANIFEST
 from runtime.plan import PlanError, load_plan, plan_content_hash
@@ -377,6 +377,10 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
         # checkpoints in the staging dir are kept and the trainer resumes from the last one.
         console.print(f"[yellow]![/] {step}: resuming the interrupted run from what it saved in "
                       f"{tmp_dir.relative_to(run_dir)}")
+        cut = remove_leftovers(tmp_dir)
+        if cut:
+            console.print(f"[yellow]![/] {step}: removed {len(cut)} file(s) the interruption left half-written "
+                          "(their finished versions, if any, are kept)")
     else:
         if tmp_dir.exists():
             shutil.rmtree(tmp_dir)

@@ -10,9 +10,9 @@ cut off part-way left nothing under its name and starts over.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
+from craftc.atomic import write_atomic
 from runtime.agent import Episode
 
 __all__ = ["arm_file", "read_arm", "write_arm", "finished_arm"]
@@ -26,10 +26,7 @@ def write_arm(episodes_dir: Path, arm: str, episodes: list[Episode]) -> Path:
     """Write the arm's episodes whole: a reader never sees part of an arm under its name."""
     path = arm_file(episodes_dir, arm)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text("".join(json.dumps(e.to_dict(), sort_keys=True) + "\n" for e in episodes), encoding="utf-8")
-    os.replace(partial, path)
-    return path
+    return write_atomic(path, "".join(json.dumps(e.to_dict(), sort_keys=True) + "\n" for e in episodes))
 
 
 def read_arm(path: Path) -> list[Episode]:

@@ -9,7 +9,7 @@ from runtime.report.breakdown import build_workflow_table, markdown_failures, ma
 from runtime.report.plots import plot_metric_bars, plot_training_curves
 from runtime.agent import Episode
 from runtime.agent.history import what_is_kept
-from runtime.eval.arm_files import read_arm
+from runtime.eval.arm_files import arm_file, read_arm
 from runtime.eval.metrics import instance_values, repair_counts
 from runtime.eval.stats import paired_difference, paired_ratio
 from runtime.eval.coverage import without_training_data
@@ -36,7 +36,7 @@ BUDGET_MEANING = {"tokens": "as many training tokens as the stripped arm, so few
 
 def read_episodes(episodes_dir: Path, arms: list[str]) -> dict[str, list[Episode]]:
     """Every arm's ``eval/episodes/<arm>.jsonl``; empty when one of them is missing."""
-    files = {arm: episodes_dir / f"{arm}.jsonl" for arm in arms}
+    files = {arm: arm_file(episodes_dir, arm) for arm in arms}
     if not all(f.is_file() for f in files.values()):
         return {}
     return {arm: read_arm(f) for arm, f in files.items()}

@@ -269,6 +269,8 @@ def _sft_checkpointing(ctx):
     checkpoint = ctx.out_dir / "checkpoint-1"
     if not checkpoint.exists():
         checkpoint.write_text("weights after step 1")
+        # A write_atomic cut off by the kill leaves its hidden temporary behind.
+        (ctx.out_dir / ".metrics.jsonl.0a1b2c3d.tmp").write_text('{"loss": 1.')
         SFT_RUNS.append("from scratch")
         raise KeyboardInterrupt
     SFT_RUNS.append("resumed")

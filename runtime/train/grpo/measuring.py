@@ -12,6 +12,7 @@ import json
 import random
 from pathlib import Path
 
+from craftc.atomic import write_atomic
 from runtime.train.grpo.job import GRPOJob, reward_spec
 from runtime.train.grpo.rewards import score_episode
 from runtime.train.grpo.rollout import play, rollout_copy_bias
@@ -93,8 +94,6 @@ def measured_before(path: Path, key: str, take, save: bool = True) -> tuple[dict
         pass                                    # none yet, or unreadable: measure again
     greedy, sampled, greedy_scores, sampled_scores = take()
     if save:
-        from craftc.atomic import write_atomic
-
         write_atomic(path, json.dumps({"key": key, "greedy": greedy, "sampled": sampled,
                                        "greedy_scores": greedy_scores, "sampled_scores": sampled_scores},
                                       sort_keys=True) + "\n")
