@@ -33,6 +33,12 @@ __all__ = [
 CATALOG_SCHEMA = "craft_meta"
 """Schema holding the entity and field catalog the world step writes (docs, logical types)."""
 
+# DuckDB's binder errors for a column it cannot bind, qualified (`Table "a" does not have a column
+# named "cost"`, `Values list "a" ...` for a view) or not.
+_NO_COLUMN_OF = re.compile(r'"([^"]+)" does not have a column named "([^"]+)"')
+_NO_COLUMN = re.compile(r'column "([^"]+)" not found')
+_NO_TABLE = re.compile(r'Referenced table "([^"]+)" not found')
+
 
 class ApiError(Exception):
     """Any refused or failed API call; the message says what was wrong and what to use."""
@@ -194,20 +200,67 @@ class WarehouseApi:
             raise UnknownEntityError(self._unknown_entity_message(table.name))
 
     def _reword_binder_error(self, message: str, tree: exp.Expression) -> ApiError:
-        match = re.search(r'column "([^"]+)" not found|does not have a column named "([^"]+)"', message)
+        qualified = _NO_COLUMN_OF.search(message)
+        match = qualified or _NO_COLUMN.search(message)
+        read = _views_by_alias(tree, self._views)
         if not match:
+            missing = _NO_TABLE.search(message)
+            if missing and read:
+                return self._missing_alias(_first_line(message), missing.group(1), read, tree)
             return QueryError(_first_line(message))
-        column = match.group(1) or match.group(2)
-        views = [t.name for t in tree.find_all(exp.Table) if t.name in self._views]
-        candidates = self._fields[self._fields["view"].isin(views)] if views else self._fields
+        column = match.group(2) if qualified else match.group(1)
+        views = list(dict.fromkeys(read.values()))
+        # `a.cost` names the view the code meant: DuckDB says which alias lacks the column.
+        owner = read.get(qualified.group(1)) if qualified else (views[0] if len(views) == 1 else None)
+        return self._unknown_field(column, owner, read)
+
+    def _missing_alias(self, first_line: str, name: str, read: dict[str, str], tree: exp.Expression) -> ApiError:
+        """DuckDB's `Referenced table "k" not found!`, with what the query does define."""
+        if name not in read:
+            # `k.text` where no `keyword k` was joined: say which names the query does define.
+            return QueryError(f"{first_line} The query's FROM and JOINs name {_aliases(read)}")
+        # Inside a subquery DuckDB reports `g.x`, a field `g` lacks, as `g` not found.
+        known = set(self._fields.loc[self._fields["view"] == read[name], "field"])
+        unknown = [c.name for c in tree.find_all(exp.Column) if c.table == name and c.name not in known]
+        if unknown:
+            return self._unknown_field(unknown[0], read[name], read)
+        return QueryError(f"{first_line} `{name}` is `{read[name]}`, defined in another part of the query: a JOIN's "
+                          "ON reads only the tables joined before it, and a subquery only its own and the enclosing "
+                          "query's")
+
+    def _unknown_field(self, column: str, owner: str | None, read: dict[str, str]) -> UnknownFieldError:
+        """``column`` is no field of ``owner`` (None: of no view the query reads, by ``read``'s names)."""
+        pool = [owner] if owner else list(dict.fromkeys(read.values()))
+        candidates = self._fields[self._fields["view"].isin(pool)] if pool else self._fields
         physical = candidates[candidates["column_name"].str.lower() == column.lower()]
         if len(physical):
             row = physical.iloc[0]
             return UnknownFieldError(
                 f"`{column}` is a physical column, not part of the API; use the field `{row['field']}` of `{row['view']}`"
             )
-        owner = views[0] if len(views) == 1 else None
-        return UnknownFieldError(_unknown_field_message(column, owner, list(dict.fromkeys(candidates["field"]))))
+        owners = list(self._fields.loc[self._fields["field"] == column, "view"])
+        in_query = {alias: view for alias, view in read.items() if view in owners}
+        if in_query:
+            # The field is right, its alias is not: a near name of the wrong view would mislead.
+            return UnknownFieldError(_unknown_field_message(
+                column, owner, [], f"; `{column}` is a field of {_aliases(in_query)}"))
+        fields = [f for f in dict.fromkeys(candidates["field"]) if f != column]
+        elsewhere = ""
+        if owners:
+            shown = ", ".join(f"`{v}`" for v in owners[:3]) + (", ..." if len(owners) > 3 else "")
+            elsewhere = f"; `{column}` is a field of {shown}, which this query does not read"
+        return UnknownFieldError(_unknown_field_message(column, owner, fields, elsewhere))
+
+
+def _views_by_alias(tree: exp.Expression, views: list[str]) -> dict[str, str]:
+    """The logical views a query reads, keyed by the name its columns use (alias, else the view)."""
+    ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
+    return {t.alias_or_name: t.name for t in tree.find_all(exp.Table) if t.name in views and t.name not in ctes}
+
+
+def _aliases(read: dict[str, str]) -> str:
+    """Views as the query names them, for a message: `daily_stat` (as `s`), `ad`."""
+    return ", ".join(f"`{view}`" + (f" (as `{alias}`)" if alias != view else "") for alias, view in read.items())
 
 
 # Catalogs of read-only connections, by connection: a read-only warehouse's catalog
@@ -251,10 +304,11 @@ def _did_you_mean(name: str, candidates: list[str]) -> str:
     return f": did you mean `{close[0]}`?" if close else ""
 
 
-def _unknown_field_message(column: str, view: str | None, fields: list[str]) -> str:
+def _unknown_field_message(column: str, view: str | None, fields: list[str], elsewhere: str = "") -> str:
+    """``elsewhere`` names the views that do have the field (``; `cost` is a field of `daily_stat` (as `s`)``)."""
     where = f" of `{view}`" if view else ""
     hint = f"api.describe('{view}')" if view else "api.describe(entity)"
-    return f"unknown field `{column}`{where}{_did_you_mean(column, fields)} ({hint} lists the fields)"
+    return f"unknown field `{column}`{where}{_did_you_mean(column, fields)}{elsewhere} ({hint} lists the fields)"
 
 
 def _first_line(message: str) -> str:

@@ -37,6 +37,48 @@ def test_unknown_field_names_the_closest_field(api):
         api.query("SELECT nam FROM campaign")
 
 
+def test_a_field_on_the_wrong_alias_names_its_view_and_where_the_field_is(api):
+    # `a.cost`: the advertiser has no cost, the joined daily_stat does. The message must not
+    # suggest `cost` back to the code that wrote it, it says which view lacks it and which has it.
+    sql = ("SELECT a.name, a.cost FROM daily_stat s JOIN ad ON ad.id = s.ad_id "
+           "JOIN ad_group g ON g.id = ad.ad_group_id JOIN campaign c ON c.id = g.campaign_id "
+           "JOIN advertiser a ON a.id = c.advertiser_id")
+    with pytest.raises(UnknownFieldError) as raised:
+        api.query(sql)
+    message = str(raised.value)
+    assert message.startswith("unknown field `cost` of `advertiser`"), message
+    assert "did you mean" not in message, "a near name of the wrong view would mislead"
+    assert "`cost` is a field of `daily_stat` (as `s`)" in message
+    assert "api.describe('advertiser')" in message
+
+
+def test_a_misspelt_field_on_an_alias_is_matched_against_that_view_only(api):
+    with pytest.raises(UnknownFieldError, match="unknown field `nam` of `campaign`: did you mean `name`"):
+        api.query("SELECT c.nam FROM campaign c JOIN daily_stat s ON true")
+
+
+def test_an_alias_no_table_defines_lists_the_ones_the_query_does(api):
+    with pytest.raises(QueryError, match=r'table "k" not found.*FROM and JOINs name `campaign` \(as `c`\), `ad_group` \(as `g`\)'):
+        api.query("SELECT k.text FROM campaign c JOIN ad_group g ON g.campaign_id = c.id")
+
+
+def test_an_alias_used_before_its_join_says_so(api):
+    with pytest.raises(QueryError, match="`a` is `advertiser`, defined in another part of the query: a JOIN's ON"):
+        api.query("SELECT c.name FROM campaign c JOIN ad_group g ON g.campaign_id = a.id "
+                  "JOIN advertiser a ON a.id = c.advertiser_id")
+
+
+def test_a_subquery_field_its_view_lacks_is_an_unknown_field_not_a_missing_table(api):
+    # DuckDB reports `g.x` inside a subquery as `Referenced table "g" not found`.
+    with pytest.raises(UnknownFieldError, match="unknown field `x` of `ad_group`"):
+        api.query("SELECT c.name FROM campaign c WHERE c.id IN (SELECT g.campaign_id FROM ad_group g WHERE g.x = 1)")
+
+
+def test_a_field_no_view_of_the_query_has_names_the_views_that_have_it(api):
+    with pytest.raises(UnknownFieldError, match="`daily_budget` is a field of `campaign`, which this query does not read"):
+        api.query("SELECT daily_budget FROM advertiser")
+
+
 def test_physical_column_is_refused_with_its_logical_field(api):
     with pytest.raises(UnknownFieldError, match="`cmp_nm` is a physical column.*field `name` of `campaign`"):
         api.query("SELECT cmp_nm FROM campaign")
