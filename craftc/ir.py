@@ -254,6 +254,13 @@ class Workflow(Node):
 TeacherKind = Literal["synthetic", "openai", "hf", "vllm"]
 # How the synthetic teacher's THINK opens on a first turn (Teacher.scratchpad).
 Scratchpad = Literal["question", "task", "both"]
+# The synthetic teacher's corruptions (runtime.distill.noise, where each is described).
+NoiseKind = Literal["wrong_column", "misplaced_field", "runtime_error", "syntax_error", "endless_loop", "wrong_filter",
+                    "missing_filter", "wrong_metric", "empty_result", "truncated_block", "plan_metric_mismatch",
+                    "ddl_leak", "params_ignored"]
+# Every kind but misplaced_field, which came later: a recipe that does not set `noise_kinds`
+# keeps the corruptions it had (which candidate is corrupted, and how), and its plan bytes.
+DEFAULT_NOISE_KINDS: tuple[NoiseKind, ...] = tuple(k for k in get_args(NoiseKind) if k != "misplaced_field")
 BuiltinJudgeKind = Literal["plan_code", "prompt_params", "no_ddl_leak"]
 JudgeKind = Literal["plan_code", "prompt_params", "no_ddl_leak", "llm"]
 # What an llm judge's prompt (prompts/judges/<name>.md) asks about.
@@ -392,6 +399,11 @@ class Teacher(Node):
         json_schema_extra=_surface(teachers=_MODEL_BACKENDS))
     noise: float = Field(0.5, ge=0, le=1, description="synthetic: share of candidates corrupted",
                          json_schema_extra=_surface(type="fraction", teachers=_SYNTHETIC))
+    noise_kinds: tuple[NoiseKind, ...] = Field(
+        DEFAULT_NOISE_KINDS, min_length=1, exclude_if=_omitted_at(DEFAULT_NOISE_KINDS),
+        description="synthetic: the corruptions a corrupted candidate draws from (docs/distill.md); "
+        "`misplaced_field`, a field read through another joined view's alias, is left out unless named",
+        json_schema_extra=_surface(shown="every kind but `misplaced_field`", teachers=_SYNTHETIC))
     # 0 writes what the synthetic teacher wrote before the setting existed, so plans,
     # candidates and datasets of recipes that do not set it stay byte-identical.
     discovery: float = Field(

@@ -8,6 +8,7 @@ returns ``None`` and the model picks another kind.
 | kind | what changes | meant for |
 | --- | --- | --- |
 | wrong_column | an SQL column renamed to one no view has | execution (binder error) |
+| misplaced_field | a field read through the alias of another joined view, one that lacks it (`a.cost` for `s.cost`) | execution (binder error) |
 | runtime_error | the code reads a param that does not exist | execution |
 | syntax_error | a closing parenthesis dropped | execution |
 | endless_loop | a paging loop that never ends | execution (timeout) |
@@ -29,19 +30,21 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from sqlglot import exp
 
+from craftc.ir import DEFAULT_NOISE_KINDS as IR_DEFAULT_NOISE_KINDS
 from craftc.sql_facts import parse_sql
 from runtime.distill.code_facts import code_facts, sql_strings
 from runtime.distill.vocabulary import SchemaVocabulary, mentions
 
-__all__ = ["NOISE_KINDS", "INTENDED_GATE", "NoiseContext", "Turn3", "corrupt"]
+__all__ = ["NOISE_KINDS", "DEFAULT_NOISE_KINDS", "INTENDED_GATE", "NoiseContext", "Turn3", "corrupt"]
 
 INTENDED_GATE = {
     "wrong_column": "execution",
+    "misplaced_field": "execution",
     "runtime_error": "execution",
     "syntax_error": "execution",
     "endless_loop": "execution",
@@ -55,6 +58,8 @@ INTENDED_GATE = {
     "params_ignored": "judge",
 }
 NOISE_KINDS = tuple(INTENDED_GATE)
+# What the teacher draws from when a recipe does not say (`teacher synthetic { noise_kinds ... }`).
+DEFAULT_NOISE_KINDS = IR_DEFAULT_NOISE_KINDS
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,7 @@ class NoiseContext:
     params: dict[str, Any]
     alternatives: dict[str, list[Any]]     # other values each param takes in this workflow
     format_text: Callable[[Turn3], str]
+    fields: dict[str, frozenset[str]] = field(default_factory=dict)   # each logical view's fields
 
 
 def _compiles(code: str) -> bool:
@@ -106,6 +112,38 @@ def _wrong_column(turn: Turn3, ctx: NoiseContext, rng: random.Random) -> Turn3 |
     pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(column)}(?![A-Za-z0-9_])")
     code = _rewrite_sql(turn.code, lambda sql: pattern.sub(wrong, sql))
     return Turn3(turn.think, turn.plan, code) if code else None
+
+
+def _misplaced_field(turn: Turn3, ctx: NoiseContext, rng: random.Random) -> Turn3 | None:
+    """``a.cost`` where the query reads ``s.cost``: the field is right, the joined view is not.
+    A real model's commonest slip on a wide join (an unknown field of the view it named)."""
+    for literal in sql_strings(turn.code):
+        tree = parse_sql(literal.sql)
+        if tree is None:
+            continue
+        # Within one SELECT and outside JOIN conditions, so the moved name is visible where it
+        # stands and the error is the unknown field, not an alias out of scope.
+        moves = sorted({(col.table, col.name, other)
+                        for col in tree.find_all(exp.Column) if col.table and not col.find_ancestor(exp.Join)
+                        for views in [_views_in_scope(col)] if col.name in ctx.fields.get(views.get(col.table), ())
+                        for other, view in views.items()
+                        if other != col.table and view in ctx.fields and col.name not in ctx.fields[view]})
+        if not moves:
+            continue
+        alias, name, other = rng.choice(moves)
+        source = turn.code[literal.start:literal.end]
+        pattern = re.compile(rf"(?<![A-Za-z0-9_.]){re.escape(alias)}\.{re.escape(name)}(?![A-Za-z0-9_])")
+        changed = pattern.sub(f"{other}.{name}", source, count=1)
+        if changed != source:
+            return Turn3(turn.think, turn.plan, turn.code[:literal.start] + changed + turn.code[literal.end:])
+    return None
+
+
+def _views_in_scope(column: exp.Column) -> dict[str, str]:
+    """The tables of the SELECT ``column`` stands in, by the name its columns use."""
+    scope = column.find_ancestor(exp.Select)
+    return {t.alias_or_name: t.name for t in (scope.find_all(exp.Table) if scope else ())
+            if t.find_ancestor(exp.Select) is scope}
 
 
 def _runtime_error(turn: Turn3, ctx: NoiseContext, rng: random.Random) -> Turn3 | None:
@@ -274,6 +312,7 @@ def _params_ignored(turn: Turn3, ctx: NoiseContext, rng: random.Random) -> Turn3
 
 _CORRUPTIONS: dict[str, Callable[[Turn3, NoiseContext, random.Random], Turn3 | None]] = {
     "wrong_column": _wrong_column,
+    "misplaced_field": _misplaced_field,
     "runtime_error": _runtime_error,
     "syntax_error": _syntax_error,
     "endless_loop": _endless_loop,

@@ -65,3 +65,22 @@ def test_masked_failed_attempts_stay_in_the_conversation_and_out_of_the_loss(fre
     plain_labels = labels_for(tokenizer, unmasked, roles)["labels"]
     trained = lambda labels: sum(label != -100 for label in labels)  # noqa: E731
     assert 0 < trained(masked_labels) < trained(plain_labels)
+
+
+def test_a_field_read_through_the_wrong_alias_is_repaired_from_an_error_that_says_where_it_is(fresh_run_dir, tmp_path):
+    # noise_kinds misplaced_field: every corrupted candidate reads a field through the alias
+    # of another joined view (`a.cost`); the error names that view and the one that has it.
+    run_dir, _, candidates = _distill_and_gate(fresh_run_dir, tmp_path, (
+        "teacher synthetic { candidates 6  noise 0.6  noise_kinds misplaced_field  feedback 1  "
+        f"failed_attempts masked  {VOLUME} }}"))
+    moved = [c for c in candidates if c["metadata"].get("repaired_from") == "misplaced_field"]
+    missed = [c for c in candidates if c["metadata"].get("noise_kind") == "misplaced_field"]
+    assert moved, "the kind applies to the fixture's joins"
+    # A repair follows an execution error only: what went unrepaired ran without one.
+    assert len(missed) <= 0.15 * (len(moved) + len(missed)), (len(missed), len(moved))
+    errors = [a["output"] for c in moved for a in c["attempts"]]
+    assert all("UnknownFieldError: unknown field `" in e and "is a field of `" in e for e in errors), errors[:3]
+    assert not any("did you mean" in e for e in errors), "a near name of the wrong view would mislead"
+    outcomes = {o["candidate_id"]: o for o in map(json.loads, (run_dir / "gate/outcomes.jsonl").read_text().splitlines())}
+    gated = [c for c in moved if c["candidate_id"] in outcomes]
+    assert gated and all(outcomes[c["candidate_id"]]["would_reject"]["execution"] is None for c in gated)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from runtime.distill.blocks import parse_turn
-from runtime.distill.noise import INTENDED_GATE, NOISE_KINDS
+from runtime.distill.noise import DEFAULT_NOISE_KINDS as NOISE_KINDS, INTENDED_GATE
 
 from distill_support import SEED, _run_step
 

@@ -13,7 +13,8 @@ def make_teacher(spec: TeacherSpec, schema: Schema, fmt: BlockFormat) -> Teacher
     """The backend for ``spec.kind``; model backends are imported only when used."""
     if spec.kind == "synthetic":
         from runtime.distill.teachers.synthetic import SyntheticTeacher
-        return SyntheticTeacher(schema, fmt, noise=spec.noise, discovery=spec.discovery,
+        return SyntheticTeacher(schema, fmt, noise=spec.noise, kinds=spec.noise_kinds,
+                                discovery=spec.discovery,
                                 scratchpad=spec.scratchpad)
     if spec.kind == "openai":
         from runtime.distill.teachers.openai import OpenAITeacher

@@ -30,7 +30,7 @@ from typing import Any, get_args
 from craftc.ir import BlockFormat, Schema, Scratchpad, Teacher as TeacherSpec
 from runtime.distill.blocks import format_turn, parse_turn
 from runtime.distill.discovery import Discovery, describe_call, entity_fields, first_view, repair_call, with_discovery
-from runtime.distill.noise import NOISE_KINDS, NoiseContext, Turn3, corrupt
+from runtime.distill.noise import DEFAULT_NOISE_KINDS, NOISE_KINDS, NoiseContext, Turn3, corrupt
 from runtime.distill.teachers.base import Candidate, TeacherError, TeacherRequest
 from runtime.distill.vocabulary import SchemaVocabulary, split_camel
 
@@ -55,7 +55,7 @@ class SyntheticTeacher:
     name = "synthetic teacher"
 
     def __init__(self, schema: Schema, fmt: BlockFormat, noise: float = 0.5,
-                 kinds: tuple[str, ...] = NOISE_KINDS, discovery: float = 0.0,
+                 kinds: tuple[str, ...] = DEFAULT_NOISE_KINDS, discovery: float = 0.0,
                  scratchpad: Scratchpad = TeacherSpec.model_fields["scratchpad"].default):
         for setting, value, example in (("noise", noise, "noise 0.5"), ("discovery", discovery, "discovery 20%")):
             if not 0.0 <= value <= 1.0:
@@ -137,7 +137,7 @@ class SyntheticTeacher:
             return Candidate(self._format(turn), request_index, index, metadata)
         if self.kinds and rng.random() < self.noise:
             ctx = NoiseContext(self.vocab, dict(context.get("params", {})),
-                               dict(context.get("alternatives", {})), self._format)
+                               dict(context.get("alternatives", {})), self._format, self.fields)
             order = list(self.kinds)
             rng.shuffle(order)
             for kind in order:
