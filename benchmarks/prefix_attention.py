@@ -14,34 +14,18 @@ e.g. after `make run`: runs/ads_analytics/sft/stuffed/final build/ads_analytics 
 
 from __future__ import annotations
 
-import argparse
 import time
-from pathlib import Path
 
-from shared_prefix import first_calls
+from shared_prefix import first_calls_args, load_first_calls
 
 from runtime.agent import HFGenerator
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model_dir", type=Path)
-    parser.add_argument("plan_dir", type=Path)
-    parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--rows", type=int, default=32)
-    parser.add_argument("--new-tokens", type=int, default=512)
+    parser = first_calls_args(__doc__.splitlines()[0], rows=32, new_tokens=512)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--arm", default="stuffed")
     args = parser.parse_args()
-
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    batch = first_calls(args.plan_dir, args.run_dir, args.arm, args.rows)
-    tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
-    model = AutoModelForCausalLM.from_pretrained(args.model_dir, dtype=torch.float32)
-    print(f"model {args.model_dir}, arm {args.arm}, {len(batch)} questions in one batch, "
-          f"{args.new_tokens} new tokens, {torch.get_num_threads()} threads")
+    batch, tokenizer, model = load_first_calls(args)
     outputs = {}
     for _ in range(args.rounds):
         for once in (False, True):

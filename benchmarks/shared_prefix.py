@@ -47,25 +47,35 @@ def first_calls(plan_dir: Path, run_dir: Path, arm: str, rows: int) -> list[list
     return [[{"role": "system", "content": system}, {"role": "user", "content": t.turns[0].ask}] for t in tasks]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def first_calls_args(description: str, rows: int, new_tokens: int) -> argparse.ArgumentParser:
+    """The arguments of a benchmark that decodes an arm's first calls as one batch."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("model_dir", type=Path)
     parser.add_argument("plan_dir", type=Path)
     parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--rows", type=int, default=4)
-    parser.add_argument("--new-tokens", type=int, default=32)
+    parser.add_argument("--rows", type=int, default=rows)
+    parser.add_argument("--new-tokens", type=int, default=new_tokens)
     parser.add_argument("--arm", default="stuffed")
-    args = parser.parse_args()
+    return parser
 
+
+def load_first_calls(args: argparse.Namespace):
+    """``(batch, tokenizer, model)`` for :func:`first_calls_args`' arguments, the setting printed."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     batch = first_calls(args.plan_dir, args.run_dir, args.arm, args.rows)
     tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
     model = AutoModelForCausalLM.from_pretrained(args.model_dir, dtype=torch.float32)
-    counter = ReadCounter(model)
     print(f"model {args.model_dir}, arm {args.arm}, {len(batch)} questions in one batch, "
           f"{args.new_tokens} new tokens, {torch.get_num_threads()} threads")
+    return batch, tokenizer, model
+
+
+def main() -> None:
+    args = first_calls_args(__doc__.splitlines()[0], rows=4, new_tokens=32).parse_args()
+    batch, tokenizer, model = load_first_calls(args)
+    counter = ReadCounter(model)
     outputs = {}
     for share in (False, True):
         generate = HFGenerator(model, tokenizer, max_new_tokens=args.new_tokens, batch_size=len(batch),
