@@ -259,8 +259,11 @@ def _views_by_alias(tree: exp.Expression, views: list[str]) -> dict[str, str]:
 
 
 def _aliases(read: dict[str, str]) -> str:
-    """Views as the query names them, for a message: `daily_stat` (as `s`), `ad`."""
-    return ", ".join(f"`{view}`" + (f" (as `{alias}`)" if alias != view else "") for alias, view in read.items())
+    """Views as the query names them, for a message: `daily_stat` (as `s`), `ad`. A view read
+    under its alias and again bare (a subquery's `SELECT max(date) FROM daily_stat`) once."""
+    aliased = {view for alias, view in read.items() if alias != view}
+    return ", ".join(f"`{view}`" + (f" (as `{alias}`)" if alias != view else "")
+                     for alias, view in read.items() if alias != view or view not in aliased)
 
 
 # Catalogs of read-only connections, by connection: a read-only warehouse's catalog

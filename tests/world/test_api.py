@@ -48,8 +48,15 @@ def test_a_field_on_the_wrong_alias_names_its_view_and_where_the_field_is(api):
     message = str(raised.value)
     assert message.startswith("unknown field `cost` of `advertiser`"), message
     assert "did you mean" not in message, "a near name of the wrong view would mislead"
-    assert "`cost` is a field of `daily_stat` (as `s`)" in message
+    assert "`cost` is a field of `daily_stat` (as `s`) (" in message
     assert "api.describe('advertiser')" in message
+
+
+def test_a_view_read_under_an_alias_and_again_bare_in_a_subquery_is_named_once(api):
+    with pytest.raises(UnknownFieldError) as raised:
+        api.query("SELECT c.date FROM daily_stat s JOIN ad ON ad.id = s.ad_id JOIN ad_group g ON g.id = ad.ad_group_id "
+                  "JOIN campaign c ON c.id = g.campaign_id WHERE s.date > (SELECT max(date) FROM daily_stat) - 7")
+    assert "`date` is a field of `daily_stat` (as `s`) (" in str(raised.value), str(raised.value)
 
 
 def test_a_misspelt_field_on_an_alias_is_matched_against_that_view_only(api):
