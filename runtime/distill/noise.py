@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from sqlglot import exp
 
-from craftc.ir import DEFAULT_NOISE_KINDS as IR_DEFAULT_NOISE_KINDS
+from craftc.ir import DEFAULT_NOISE_KINDS   # what the teacher draws from when a recipe does not say
 from craftc.sql_facts import parse_sql
 from runtime.distill.code_facts import code_facts, sql_strings
 from runtime.distill.vocabulary import SchemaVocabulary, mentions
@@ -58,8 +58,6 @@ INTENDED_GATE = {
     "params_ignored": "judge",
 }
 NOISE_KINDS = tuple(INTENDED_GATE)
-# What the teacher draws from when a recipe does not say (`teacher synthetic { noise_kinds ... }`).
-DEFAULT_NOISE_KINDS = IR_DEFAULT_NOISE_KINDS
 
 
 @dataclass(frozen=True)
@@ -115,19 +113,11 @@ def _wrong_column(turn: Turn3, ctx: NoiseContext, rng: random.Random) -> Turn3 |
 
 
 def _misplaced_field(turn: Turn3, ctx: NoiseContext, rng: random.Random) -> Turn3 | None:
-    """``a.cost`` where the query reads ``s.cost``: the field is right, the joined view is not.
-    A real model's commonest slip on a wide join (an unknown field of the view it named)."""
+    """``a.cost`` where the query reads ``s.cost``: the field is right, the joined view is not
+    (a slip SmolLM2 makes on dev: an unknown field of the view its alias names)."""
     for literal in sql_strings(turn.code):
         tree = parse_sql(literal.sql)
-        if tree is None:
-            continue
-        # Within one SELECT and outside JOIN conditions, so the moved name is visible where it
-        # stands and the error is the unknown field, not an alias out of scope.
-        moves = sorted({(col.table, col.name, other)
-                        for col in tree.find_all(exp.Column) if col.table and not col.find_ancestor(exp.Join)
-                        for views in [_views_in_scope(col)] if col.name in ctx.fields.get(views.get(col.table), ())
-                        for other, view in views.items()
-                        if other != col.table and view in ctx.fields and col.name not in ctx.fields[view]})
+        moves = sorted(_field_moves(tree, ctx.fields)) if tree is not None else []
         if not moves:
             continue
         alias, name, other = rng.choice(moves)
@@ -137,6 +127,22 @@ def _misplaced_field(turn: Turn3, ctx: NoiseContext, rng: random.Random) -> Turn
         if changed != source:
             return Turn3(turn.think, turn.plan, turn.code[:literal.start] + changed + turn.code[literal.end:])
     return None
+
+
+def _field_moves(tree: exp.Expression, fields: dict[str, frozenset[str]]) -> set[tuple[str, str, str]]:
+    """``(alias, field, other alias)``: ``alias.field`` reads a real field, and the view behind
+    ``other`` lacks it. Within one SELECT and outside JOIN conditions, so the moved name is
+    visible where it stands and the error is the unknown field, not an alias out of scope."""
+    moves = set()
+    for column in tree.find_all(exp.Column):
+        if not column.table or column.find_ancestor(exp.Join):
+            continue
+        views = _views_in_scope(column)
+        if column.name not in fields.get(views.get(column.table), ()):
+            continue
+        moves |= {(column.table, column.name, other) for other, view in views.items()
+                  if other != column.table and view in fields and column.name not in fields[view]}
+    return moves
 
 
 def _views_in_scope(column: exp.Column) -> dict[str, str]:
