@@ -335,6 +335,22 @@ def _unexpected_end(err: UnexpectedInput, text: str, file: str) -> Diagnostic:
                       f"expected {expected}" if expected else "the file ends too early")
 
 
+def _value_example(name: str) -> str:
+    """How a setting written without its value is written, per its type in each block that knows it."""
+    # Imported here: the IR behind the key tables is not needed to parse a file that parses.
+    from craftc.setting_keys import BLOCK_KEYS
+
+    examples: dict[str, list[str]] = {}
+    for kind, keys in BLOCK_KEYS.items():
+        if name in keys:
+            examples.setdefault(keys[name].example(name), []).append(f"`{kind}`")
+    if not examples:
+        return "write a value"
+    if len(examples) == 1:
+        return f"write a value, e.g. `{next(iter(examples))}`"
+    return "write a value, e.g. " + " or ".join(f"`{ex}` in {', '.join(kinds)}" for ex, kinds in examples.items())
+
+
 def _unexpected_token(err: UnexpectedToken, text: str, file: str) -> Diagnostic:
     tok = err.token
     span = span_at(file, tok.line, tok.column, len(str(tok)))
@@ -361,7 +377,7 @@ def _unexpected_token(err: UnexpectedToken, text: str, file: str) -> Diagnostic:
                           f"a setting is written `{previous} VALUE`")
     if expected and expected <= (_VALUE_TERMINALS | {"LBRACE"}) and previous is not None:
         return Diagnostic("E005", "error", f"expected a value after `{previous}`", span,
-                          f"write a value, e.g. `{previous} 3`, or remove `{previous}`")
+                          f"{_value_example(str(previous))}, or remove `{previous}`")
     if tok.type == "RBRACE" and "RBRACE" not in expected:
         return Diagnostic("E005", "error", "unexpected `}`", span,
                           f"expected {_expected_list(expected)} before `}}`; "

@@ -57,6 +57,19 @@ class Key:
             "model_ref": 'model name or "org/name" / "path"', "block": "{ ... }",
         }.get(self.type, self.type)
 
+    def example(self, name: str) -> str:
+        """How `name` is written with a value of this key's type (``noise_kinds wrong_column, ...``)."""
+        if self.type == "block":
+            return f"{name} {{ ... }}"
+        if self.choices:
+            listed = self.type.endswith("list") or self.type == "reject"
+            return f"{name} {self.choices[0]}, ..." if listed and len(self.choices) > 1 \
+                else f"{name} {self.choices[0]}"
+        value = {"int": "8", "float": "0.5", "duration": "10s", "fraction": "20%", "name": "NAME",
+                 "name_list": "NAME, ...", "string": '"..."', "env": 'env("VAR")',
+                 "string_or_env": '"..."', "bool": "true", "model_ref": "NAME"}.get(self.type, "VALUE")
+        return f"{name} {value}"
+
     def describe_range(self) -> str:
         if self.low is None and self.high is None:
             return ""

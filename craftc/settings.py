@@ -259,9 +259,8 @@ def _coerce_number(key: Key, name: str, v: Value, sink: DiagnosticSink) -> Any:
     allowed = {"int": ("number",), "float": ("number",), "duration": ("duration", "number"),
                "fraction": ("percent", "number")}[t]
     if v.kind not in allowed:
-        example = {"int": "8", "float": "0.5", "duration": "10s", "fraction": "20%"}[t]
         sink.error("E202", f"`{name}` takes {key.describe_type()}, got {_kind_words(v)} "
-                   f"`{v.text}`", v.span, f"write e.g. `{name} {example}`")
+                   f"`{v.text}`", v.span, f"write e.g. `{key.example(name)}`")
         return _BAD
     value = v.python
     if t == "int":

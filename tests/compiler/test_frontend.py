@@ -98,3 +98,18 @@ def test_the_equal_epochs_profile_is_the_default_with_a_baseline_trained_as_long
     assert (default.eval.baseline_budget, equal.eval.baseline_budget) == ("tokens", "steps")
     with_steps = default.model_copy(update={"eval": default.eval.model_copy(update={"baseline_budget": "steps"})})
     assert equal.model_dump(exclude={"profile"}) == with_steps.model_dump(exclude={"profile"})
+
+
+@pytest.mark.parametrize("setting, example", [
+    ("noise_kinds", "write a value, e.g. `noise_kinds wrong_column, ...`"),
+    # `arms` is a choice in a stage and a list in eval: both are shown.
+    ("arms", "e.g. `arms sequential` in `stage` or `arms craft, ...` in `eval`"),
+    ("candidates", "write a value, e.g. `candidates 8`"),
+    ("frobnicate", "write a value, or remove `frobnicate`"),
+])
+def test_a_setting_without_its_value_is_shown_with_a_value_of_its_type(tmp_path, setting, example):
+    recipe = tmp_path / "r.craft"
+    recipe.write_text(f"recipe r {{\n  teacher synthetic {{ instances 4  {setting} }}\n}}\n")
+    [d] = load_recipe(recipe).diagnostics
+    assert (d.code, d.message) == ("E005", f"expected a value after `{setting}`")
+    assert example in d.help
