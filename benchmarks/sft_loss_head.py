@@ -25,8 +25,9 @@ ADS_DEFAULT = {"hidden": 128, "layers": 3, "heads": 4, "kv_heads": 2, "experts":
                "intermediate": 256, "vocab": 4096, "context": 8192}
 
 
-def build_default_tiny_moe(out_dir: str) -> str:
-    """The ads default's tiny_moe, its tokenizer trained on made-up words (enough for 4,096 pieces)."""
+def build_default_tiny_moe(out_dir: str, **sizes: int) -> str:
+    """The ads default's tiny_moe (``sizes`` override its spec's), its tokenizer trained on made-up
+    words (enough for 4,096 pieces)."""
     import random
 
     from runtime.train.tiny_moe import build_tiny_moe
@@ -35,7 +36,7 @@ def build_default_tiny_moe(out_dir: str) -> str:
     words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz_") for _ in range(rng.randint(2, 12)))
              for _ in range(20000)]
     corpus = [" ".join(words[i:i + 50]) for i in range(0, len(words), 50)]
-    return str(build_tiny_moe(out_dir, corpus, ADS_DEFAULT))
+    return str(build_tiny_moe(out_dir, corpus, {**ADS_DEFAULT, **sizes}))
 
 
 def load(model_dir: str, craft_head: bool):

@@ -11,9 +11,9 @@ ratio falls toward the shared batch's token ratio.
 For each width this builds the ads default's tiny_moe at that hidden size (head size 32,
 intermediate twice the hidden size, the default's layers and experts), and times one
 training step (forward with SFT's head, backward) of a stripped batch (short system prompt,
-`--own` tokens each, collated plainly as `sampler random` does) and of a stuffed batch of the
-same own tokens behind one `--prefix`-token prompt (packed as `sampler by_prefix` does), in
-paired rounds. It prints each arm's seconds per step, the median of the per-round
+`--own` tokens each) and of a stuffed batch of the
+same own tokens behind one `--prefix`-token prompt, both packed as `sampler by_prefix` packs
+them (each batch's prompt once, no padding), in paired rounds. It prints each arm's seconds per step, the median of the per-round
 stuffed/stripped ratios, and what `--steps` steps of each arm would take at those rates.
 
 The defaults are the ads default's conversations (own ~780 tokens) at batch 8 on one thread
@@ -36,24 +36,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from shared_prefix_train import collate, load, step, synthetic_examples  # noqa: E402
-from sft_loss_head import ADS_DEFAULT  # noqa: E402
+from sft_loss_head import build_default_tiny_moe  # noqa: E402
 
 STRIPPED_PROMPT = 75     # the ads default's stripped system prompt, in tokens (about)
 
 
 def build_at_width(out_dir: str, hidden: int) -> str:
-    """The ads default's tiny_moe at ``hidden``, head size 32, its tokenizer on made-up words."""
-    import random
-
-    from runtime.train.tiny_moe import build_tiny_moe
-
+    """The ads default's tiny_moe at ``hidden``: head size 32, intermediate twice the hidden size."""
     heads = max(hidden // 32, 1)
-    spec = {**ADS_DEFAULT, "hidden": hidden, "intermediate": 2 * hidden, "heads": heads,
-            "kv_heads": max(heads // 2, 1)}
-    rng = random.Random(0)
-    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz_") for _ in range(rng.randint(2, 12)))
-             for _ in range(20000)]
-    return str(build_tiny_moe(out_dir, [" ".join(words[i:i + 50]) for i in range(0, len(words), 50)], spec))
+    return build_default_tiny_moe(out_dir, hidden=hidden, intermediate=2 * hidden, heads=heads,
+                                  kv_heads=max(heads // 2, 1))
 
 
 def main() -> None:
@@ -73,22 +65,22 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     print(f"{args.threads} thread(s); batch {args.batch}; stripped: {STRIPPED_PROMPT}-token prompt + ~{args.own} "
-          f"own tokens, plain; stuffed: {args.prefix}-token prompt + the same own lengths, packed (by_prefix)")
+          f"own tokens; stuffed: {args.prefix}-token prompt + the same own lengths; both packed (by_prefix)")
     for hidden in args.hidden:
         with tempfile.TemporaryDirectory() as tmp:
             model_dir = build_at_width(tmp, hidden)
-            plain_model, shared_model = load(model_dir, False), load(model_dir, True)
-            vocab, pad = plain_model.config.vocab_size, plain_model.config.pad_token_id or 0
-            stripped = collate(synthetic_examples(vocab, args.batch, STRIPPED_PROMPT, args.own), False, pad)
+            model = load(model_dir, True)
+            vocab, pad = model.config.vocab_size, model.config.pad_token_id or 0
+            stripped = collate(synthetic_examples(vocab, args.batch, STRIPPED_PROMPT, args.own), True, pad)
             stuffed = collate(synthetic_examples(vocab, args.batch, args.prefix, args.own), True, pad)
-            step(plain_model, stripped), step(shared_model, stuffed)       # warm both
+            step(model, stripped), step(model, stuffed)      # warm both
             stripped_s, stuffed_s = [], []
             for _ in range(args.rounds):
-                stripped_s.append(step(plain_model, stripped)[0])
-                stuffed_s.append(step(shared_model, stuffed)[0])
+                stripped_s.append(step(model, stripped)[0])
+                stuffed_s.append(step(model, stuffed)[0])
             ratio = statistics.median(b / a for a, b in zip(stripped_s, stuffed_s))
             a, b = statistics.median(stripped_s), statistics.median(stuffed_s)
-            params = sum(p.numel() for p in plain_model.parameters())
+            params = sum(p.numel() for p in model.parameters())
             print(f"hidden {hidden:4d} ({params / 1e6:.1f}M parameters): stripped {a:.2f} s/step, stuffed {b:.2f} "
                   f"s/step, stuffed/stripped {ratio:.2f}x (median of {args.rounds} paired rounds); {args.steps} "
                   f"steps: stripped {a * args.steps / 60:.1f} min, stuffed {b * args.steps / 60:.1f} min", flush=True)
