@@ -101,14 +101,17 @@ def test_the_formatter_keeps_extends():
 
 
 def test_the_ads_recipes_dev_profiles_say_only_what_they_change():
-    """The pretrained dev variants extend `pretrained`: model, LoRA and GRPO come from it."""
+    """The pretrained dev variants extend `pretrained`: model, LoRA and GRPO come from it, but for the
+    two rounds of dynamic sampling they were measured with (`pretrained` has none)."""
     path = ROOT / "recipes/ads_analytics.craft"
     base = load_recipe(path, profile="pretrained").recipe
     steps = load_recipe(path, profile="pretrained_dev_steps_256").recipe
     full = load_recipe(path, profile="pretrained_dev_full_ft").recipe
     docs = load_recipe(path, profile="pretrained_dev_schema_docs").recipe
     both = load_recipe(path, profile="pretrained_dev_full_ft_docs").recipe
-    assert steps.models == base.models and steps.stages[1] == base.stages[1]
+    assert steps.models == base.models
+    assert (base.stages[1].dynamic_sampling, steps.stages[1].dynamic_sampling) == (0, 2)
+    assert steps.stages[1].model_copy(update={"dynamic_sampling": 0}) == base.stages[1]
     assert (steps.stages[0].steps, steps.eval.split, steps.eval.arms) == (256, "dev", ("craft", "sft_only"))
     assert steps.stages[0].lora == base.stages[0].lora is not None
     assert (full.stages[0].lora, full.stages[0].lr, full.stages[0].steps) == (None, 1e-4, 256)
