@@ -4,9 +4,9 @@ The stuffed arm's examples are the stripped arm's with a ~4,700-token schema pro
 of the short system prompt. Packed so a batch runs that prompt once (`sampler by_prefix`),
 each example's own tokens still attend to every prompt key: on a narrow model that
 attention, not the weights, is most of a step, so the stuffed/stripped ratio at equal steps
-stays far above the token ratio however the prompt is shared. On a wider model the weights'
-work per token grows with the square of the width and the attention's only linearly, and the
-ratio falls toward the shared batch's token ratio.
+stays well above the token ratio however the prompt is shared. On a wider model the weights'
+work per token grows with the square of the width and the attention's only linearly, so the
+ratio can fall toward the shared batch's token ratio; this measures how far it does.
 
 For each width this builds the ads default's tiny_moe at that hidden size (head size 32,
 intermediate twice the hidden size, the default's layers and experts), and times one
