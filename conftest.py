@@ -40,6 +40,7 @@ FIRST_UNITS = (
     ("tests/e2e/test_smoke_pipeline.py", "smoke run (e2e_support.smoke_run)"),
     ("tests/e2e/test_plan_is_the_program.py", "smoke run (e2e_support.smoke_run)"),
     ("tests/e2e/test_eval_resume.py", "smoke run (e2e_support.smoke_run)"),
+    ("tests/e2e/test_eval_processes.py", "smoke run (e2e_support.smoke_run)"),
     ("tests/distill/", "distilled mini recipe (distill_support)"),
     ("tests/e2e/test_references_hidden.py", "tests/e2e/test_references_hidden.py"),
     ("tests/e2e/test_new_domain.py", "tests/e2e/test_new_domain.py"),

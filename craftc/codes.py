@@ -699,6 +699,12 @@ CODES: dict[str, CodeInfo] = {
                "nothing while the plan said it did.",
                "stage grpo { from sft  rollout vllm  copy_bias 2 }",
                "stage grpo { from sft  rollout transformers  copy_bias 2 }"),
+    "E534": _c("side-by-side eval arms decoded by vLLM",
+               "`eval { processes }` is above 1 and eval decodes with vLLM (the grpo stage's `rollout vllm`).",
+               "The eval processes divide the machine's CPU cores between the arms; vLLM decodes on the GPU, "
+               "where several engines would contend for its memory and nothing divides it between them.",
+               "stage grpo { from sft  rollout vllm }\neval { processes 2 }",
+               "stage grpo { from sft  rollout transformers }\neval { processes 2 }"),
     # ------------------------------------------------------------ importing schemas (craftc import)
     "E901": _c("import source does not exist",
                "The database, SQL file or dbt project named for `craftc import` is not there.",

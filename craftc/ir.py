@@ -894,6 +894,14 @@ class EvalSpec(Node):
         "`craftc run` runs", json_schema_extra=_surface(needs="general"))
     general_limit: int = Field(200, ge=1, description="examples per general benchmark",
                                json_schema_extra=_surface(needs="general"))
+    # The arms are independent models. On a CPU a decoding step's matrix products are small and
+    # use a second thread poorly, so N processes that divide the cores finish the arms sooner
+    # than one process with every core (docs/evaluation.md, "Arms side by side"). Each process
+    # decodes its share of arms and writes their episode files; the step reads them back.
+    processes: int = Field(
+        1, ge=1, le=64, exclude_if=_omitted_at(1),
+        description="processes that decode the arms at the same time, the CPU cores divided between them "
+        "(1: the arms one after another, each with every core; `rollout transformers` only)")
     baseline_budget: Literal["tokens", "steps"] = Field(
         "tokens", description="the stuffed baseline's SFT gets the same training `tokens` as the "
         "stripped arm, or the same `steps` (same epochs, more compute)")

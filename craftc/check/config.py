@@ -5,7 +5,7 @@ from __future__ import annotations
 from craftc.check.names import report_duplicates, unknown_name
 from craftc.diagnostics import DiagnosticSink, did_you_mean
 from craftc.setting_keys import BLOCK_KEYS
-from craftc.ir import BUILTIN_JUDGES, GATE_ORDER, GENERAL_ONLY, REWARD_COMPONENTS, TEACHER_ONLY, Recipe
+from craftc.ir import BUILTIN_JUDGES, GATE_ORDER, GENERAL_ONLY, REWARD_COMPONENTS, TEACHER_ONLY, GRPOStage, Recipe
 from craftc.lower import find_setting, setting_span
 from craftc.syntax import Block, RecipeDecl
 
@@ -201,6 +201,14 @@ def _check_eval(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink) -> None:
             for v in s.values:
                 if v.kind == "name" and v.text not in workflows:
                     unknown_name("E105", "workflow", v.text, v.span, workflows, sink)
+        # Side-by-side arms divide CPU cores; vLLM decodes every arm on the GPU.
+        if s.key == "processes" and recipe.eval.processes > 1:
+            rollout = next((st.rollout for st in recipe.stages if isinstance(st, GRPOStage)), "transformers")
+            if rollout == "vllm":
+                sink.error("E534", f"eval: `processes {recipe.eval.processes}` divides CPU cores between arms, "
+                           "and eval decodes with `rollout vllm`, as the grpo stage rolls out",
+                           s.key_span, "remove `processes` (vLLM decodes the arms one after another on the GPU), "
+                           "or roll out with `rollout transformers`")
         # The general-skill settings shape benchmarks that only `general` names.
         if s.key in GENERAL_ONLY and not recipe.eval.general:
             sink.error("E522", f"eval: `{s.key}` shapes the general-skill benchmarks, and `general` names none",

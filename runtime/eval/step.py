@@ -34,6 +34,7 @@ from runtime.eval.arm_files import finished_arm, write_arm
 from runtime.eval.failures import ReferenceCatalog, classify_episode, failure_summary
 from runtime.eval.coverage import not_evaluated
 from runtime.eval.metrics import per_workflow, summarise
+from runtime.eval.processes import decode_side_by_side
 from runtime.eval.progress import ArmProgress
 from runtime.eval.scoring import score_episode
 from runtime.layout import EVAL_ARM_MODELS
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from runtime.rewards import SchemaTerms
 
 __all__ = ["EvalInputs", "eval_inputs", "eval_sandbox", "run_arm", "arm_model", "reference_frames", "eval_generator",
-           "evaluate_arm", "split_summaries", "spread_per_split", "run_eval"]
+           "evaluate_arm", "decode_arm", "split_summaries", "spread_per_split", "run_eval"]
 
 SPLIT_ORDER = ("new_values", "new_phrasing", "new_workflow")
 EMPTY_REFERENCE = "the reference returns no rows, so any empty answer would pass"
@@ -85,15 +86,18 @@ def reference_frames(tasks: list[AgentTask], sandbox) -> dict[str, list]:
     return out
 
 
-def _counting(generate, on_calls, chunk: int | None):
+def _counting(generate, on_calls, chunk: int | None, before_batch=None):
     """``generate`` reporting its model calls every ``chunk`` conversations.
 
     ``chunk`` is the generator's own batch size, so the batches (and with them greedy
     decoding's padding and outputs) are exactly those it would make alone.
+    ``before_batch()``, if given, runs before each batch (an eval process takes freed cores there).
     """
     def call(conversations):
         out, step = [], chunk or max(1, len(conversations))
         for start in range(0, len(conversations), step):
+            if before_batch is not None:
+                before_batch()
             part = generate(conversations[start:start + step])
             on_calls(len(part))
             out += part
@@ -120,14 +124,14 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
                  terms=None, max_new_tokens: int = 256, batch_size: int = 8, engine: str = "transformers",
                  catalog: ReferenceCatalog | None = None, progress: ArmProgress | None = None,
                  earlier_turns: str = "full", copy_bias: float = 0.0,
-                 excluded: dict[tuple[str, int], str] | None = None) -> list:
+                 excluded: dict[tuple[str, int], str] | None = None, before_batch=None) -> list:
     """Greedy episodes of one arm on ``tasks``, scored and their failures classified.
 
     ``engine`` is the plan's rollout engine; ``earlier_turns`` what later questions see of
     earlier turns (the plan's input builder); ``copy_bias`` the plan's ``eval { copy_bias }``
     (``runtime.agent.copy_bias``); ``catalog`` holds every workflow's reference
     texts (default: those of ``tasks``); ``progress`` is told of each model call batch and
-    each finished episode. Each episode is scored as soon as it ends, while its result
+    each finished episode, and ``before_batch()`` runs before each batch of calls. Each episode is scored as soon as it ends, while its result
     frames are in memory; a turn in ``excluded`` keeps its reason and is not scored.
     """
     from transformers import AutoTokenizer
@@ -141,7 +145,7 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
         generate = eval_generator(model_dir, tokenizer, max_new_tokens, batch_size, copy_bias)
         chunk = batch_size
     if progress is not None:
-        generate = _counting(generate, progress.calls, chunk)
+        generate = _counting(generate, progress.calls, chunk, before_batch)
     catalog = catalog if catalog is not None else ReferenceCatalog.build(tasks)
 
     def ended(i: int, episode) -> None:
@@ -273,9 +277,10 @@ class EvalInputs:
         return sum(len(t.turns) for t in self.tasks)
 
 
-def eval_inputs(ctx) -> EvalInputs:
+def eval_inputs(ctx, announce: bool = True) -> EvalInputs:
     """The held-out tasks eval scores and how each arm is prompted and decodes; a clear
-    ``StepError`` for an instance file or input builder the step cannot use."""
+    ``StepError`` for an instance file or input builder the step cannot use. ``announce``:
+    say on the console what ``eval { limit }`` kept (an eval process leaves that to the step)."""
     from craftc.ir import BlockFormat
     from runtime.agent.history import earlier_turns_of
     from runtime.agent.task import TaskFormatError
@@ -301,9 +306,10 @@ def eval_inputs(ctx) -> EvalInputs:
     if len(kept) < len(tasks):
         kinds = sorted({t.workflow for t in kept})
         talks = sum(len(t.turns) > 1 for t in kept)
-        ctx.console.print(f"eval: `eval {{ limit {recipe.eval.limit} }}` keeps {len(kept)} of {len(tasks)} "
-                          f"held-out instances (at most that many per split, spread over {len(kinds)} workflows; "
-                          f"{talks} conversation{'s' * (talks != 1)})")
+        if announce:
+            ctx.console.print(f"eval: `eval {{ limit {recipe.eval.limit} }}` keeps {len(kept)} of {len(tasks)} "
+                              f"held-out instances (at most that many per split, spread over {len(kinds)} "
+                              f"workflows; {talks} conversation{'s' * (talks != 1)})")
         limited, tasks = {"per_split": recipe.eval.limit, "held_out": len(tasks)}, kept
     # specs/input_builder.json says which input mode (system prompt) each arm gets.
     builder = input_builder(ctx)
@@ -334,12 +340,13 @@ def eval_sandbox(ctx, tasks: list[AgentTask]):
 
 
 def run_arm(inputs: EvalInputs, arm: str, model_dir: Path, sandbox, references: dict, excluded: dict,
-            progress: ArmProgress | None = None, batch_size: int | None = None) -> list:
+            progress: ArmProgress | None = None, batch_size: int | None = None, before_batch=None) -> list:
     """One arm's greedy episodes on the inputs' tasks, as the eval step runs them."""
     return evaluate_arm(arm, model_dir, inputs.tasks, references, inputs.prompts[arm], sandbox, inputs.fmt,
                         inputs.max_turns, inputs.wording, inputs.terms, inputs.max_new_tokens, engine=inputs.engine,
                         catalog=inputs.catalog, progress=progress, earlier_turns=inputs.earlier_turns,
-                        copy_bias=inputs.copy_bias, batch_size=batch_size or inputs.batch, excluded=excluded)
+                        copy_bias=inputs.copy_bias, batch_size=batch_size or inputs.batch, excluded=excluded,
+                        before_batch=before_batch)
 
 
 def arm_model(ctx, arm: str) -> Path:
@@ -348,21 +355,36 @@ def arm_model(ctx, arm: str) -> Path:
     return ctx.input_dir("grpo") / "final" if after_grpo else _sft_model(ctx, sft_arm)
 
 
-def _arm_episodes(ctx, inputs: EvalInputs, arm: str, sandbox, references: dict, excluded: dict) -> list:
-    """The arm's episodes: read back if an interrupted run of this step finished the arm, else decoded and saved."""
+def decode_arm(ctx, inputs: EvalInputs, arm: str, sandbox, references: dict, excluded: dict,
+               before_batch=None, decoded_elsewhere: bool = False) -> list:
+    """The arm's episodes: read back if they are saved already, else decoded and saved.
+
+    They are saved already when an interrupted run of this step finished the arm, or when an
+    eval process decoded it (``decoded_elsewhere``, ``runtime.eval.processes``).
+    """
     episodes_dir = ctx.out_dir / "episodes"
     done, why_not = finished_arm(episodes_dir, arm, [t.id for t in inputs.tasks])
     if done is not None:
-        ctx.console.print(f"eval: arm {arm}: its {len(done)} episodes were finished by the interrupted run, "
-                          "so they are read back, not decoded again")
+        if not decoded_elsewhere:
+            ctx.console.print(f"eval: arm {arm}: its {len(done)} episodes were finished by the interrupted run, "
+                              "so they are read back, not decoded again")
         return done
     if why_not:
         ctx.console.print(f"[yellow]![/] eval: arm {arm}: {why_not}; decoding the arm again")
+    elif decoded_elsewhere:     # not expected: the process exited 0 without writing the arm
+        ctx.console.print(f"[yellow]![/] eval: arm {arm}: its eval process left no episode file; decoding it here")
     ctx.console.print(f"eval: arm {arm} on {len(inputs.tasks)} instances")
     with ArmProgress(ctx.console, arm, len(inputs.tasks), inputs.user_turns, inputs.max_turns) as progress:
-        episodes = run_arm(inputs, arm, arm_model(ctx, arm), sandbox, references, excluded, progress)
+        episodes = run_arm(inputs, arm, arm_model(ctx, arm), sandbox, references, excluded, progress,
+                           before_batch=before_batch)
     write_arm(episodes_dir, arm, episodes)
     return episodes
+
+
+def _unfinished(ctx, inputs: EvalInputs) -> list[str]:
+    """The arms whose episodes an interrupted run of this step did not finish, in the plan's order."""
+    ids = [t.id for t in inputs.tasks]
+    return [arm for arm in ctx.plan.recipe.eval.arms if finished_arm(ctx.out_dir / "episodes", arm, ids)[0] is None]
 
 
 def run_eval(ctx):
@@ -370,7 +392,9 @@ def run_eval(ctx):
 
     Each arm's episodes are saved as soon as it finishes; rerun after an interruption
     (the runner keeps this step's staging dir when its inputs are unchanged), the
-    finished arms are read back and only the others decode.
+    finished arms are read back and only the others decode. With ``eval { processes N }``
+    the unfinished arms first decode in N processes at once (``runtime.eval.processes``),
+    each writing its arms' files, and are read back here the same way.
     """
     from runtime.step_context import StepResult
 
@@ -395,8 +419,10 @@ def run_eval(ctx):
         turns = inputs.user_turns
         ctx.console.print(f"eval: split {split}: {len(tasks)} instances, {turns} user turns, {turns - len(excluded)} "
                           f"scored ({len(excluded)} whose reference returns no rows or fails are run, not scored)")
+        elsewhere = decode_side_by_side(ctx, inputs, _unfinished(ctx, inputs)) if recipe.eval.processes > 1 else set()
         for arm in recipe.eval.arms:
-            episodes = _arm_episodes(ctx, inputs, arm, sandbox, references, excluded)
+            episodes = decode_arm(ctx, inputs, arm, sandbox, references, excluded,
+                                  decoded_elsewhere=arm in elsewhere)
             results[arm] = split_summaries(episodes, ctx.seed)
             by_workflow[arm], failures[arm] = per_workflow(episodes), failure_summary(episodes)
     report = {"arms": list(recipe.eval.arms), "instances": len(tasks), "results": results,

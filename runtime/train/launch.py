@@ -246,13 +246,13 @@ def pinned_threads() -> int | None:
 
 def run_launches(cmds: dict[str, list[str]], cwd: str | os.PathLike | None = None, env: dict | None = None,
                  tail_lines: int = 40, on_exit: Callable[[str, list[str]], None] | None = None,
-                 extra_env: dict[str, dict[str, str]] | None = None) -> None:
+                 extra_env: dict[str, dict[str, str]] | None = None, what: str = "training launch") -> None:
     """Run several commands at once, each output line prefixed with `[name] `, and raise if one fails.
 
     When one fails the others are stopped (their step dir is a temporary one the runner discards),
     and the error names the failed command and repeats its last output lines. When one succeeds
     while others still run, `on_exit(name, names_still_running)` is called. `extra_env` adds
-    variables to some commands' environment, by name.
+    variables to some commands' environment, by name; `what` names the commands in an error.
 
     Raises:
         LaunchError: For the first command that failed.
@@ -306,7 +306,7 @@ def run_launches(cmds: dict[str, list[str]], cwd: str | os.PathLike | None = Non
     for relay_thread in relays:
         relay_thread.join(timeout=5)
     if failed is not None:
-        raise LaunchError(f"training launch `{failed}` failed with exit code {procs[failed].returncode}: "
+        raise LaunchError(f"{what} `{failed}` failed with exit code {procs[failed].returncode}: "
                           f"{shlex.join(cmds[failed])}" + (f" (stopped {', '.join(stopped)})" if stopped else "")
                           + "\nlast output:\n  " + "\n  ".join(tails[failed]))
 

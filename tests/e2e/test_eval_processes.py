@@ -1,0 +1,102 @@
+"""`eval { processes 2 }`: the arms decode in two processes at once, and nothing is lost.
+
+The smoke run's eval decoded its three arms one after another. The same plan with
+`processes 2` decodes the stuffed arm in one process and craft and sft_only in another
+(runtime/eval/processes.py); the step reads their episode files back. A kill -9 of the
+step's process ends its eval processes too (the kernel's parent-death signal; the closed
+pipe of their output would end them at their next line), and the rerun keeps the arms
+they finished.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+
+from e2e_support import craftc, recipe_tree
+
+SMOKE_EVAL = "eval { instances 1  max_turns 2  limit 3 }"
+
+
+def _side_by_side_plan(smoke_run, tmp_path):
+    recipe = recipe_tree(tmp_path / "v2", "ads.craft")
+    text = recipe.read_text()
+    assert text.count(SMOKE_EVAL) == 1
+    recipe.write_text(text.replace(SMOKE_EVAL, SMOKE_EVAL[:-1] + " processes 2 }"))
+    plan = tmp_path / "plan_v2"
+    compiled = craftc("compile", recipe, "-o", plan, "--profile", "smoke", cwd=tmp_path)
+    assert compiled.returncode == 0, compiled.stderr
+    assert json.loads((plan / "plan.json").read_text())["recipe"]["eval"]["processes"] == 2
+    run_dir = tmp_path / "run"
+    shutil.copytree(smoke_run.run_dir, run_dir)
+    shutil.rmtree(run_dir / "eval")
+    return plan, run_dir
+
+
+def _episodes(run_dir):
+    return {p.name: p.read_text() for p in sorted((run_dir / "eval/episodes").glob("*.jsonl"))}
+
+
+def test_two_processes_decode_the_arms_side_by_side_into_the_same_episodes(smoke_run, tmp_path):
+    plan, run_dir = _side_by_side_plan(smoke_run, tmp_path)
+    ran = craftc("run", plan, "--run-dir", run_dir, "--only", "eval", cwd=tmp_path)
+    out = ran.stdout + ran.stderr
+    assert ran.returncode == 0, out[-3000:]
+    # The dearest arm (the schema in its prompt) alone, the two stripped arms together.
+    assert "eval: stuffed and craft+sft_only decode at the same time" in out
+    assert "[stuffed] eval: arm stuffed on" in out and "[craft+sft_only] eval: arm sft_only on" in out
+    assert "read back, not decoded again" not in out         # not mistaken for an interrupted run
+    # The smoke model's products are small enough that one thread or two, strict or not, give
+    # the same floats: the episodes and every score are those of the one-process eval.
+    assert _episodes(run_dir) == _episodes(smoke_run.run_dir)
+    assert json.loads((run_dir / "eval/eval.json").read_text()) == \
+        json.loads((smoke_run.run_dir / "eval/eval.json").read_text())
+
+
+def _eval_processes(out_dir):
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = proc.info["cmdline"] or []
+        if "runtime.eval.arm_process" in cmdline and str(out_dir) in cmdline:
+            found.append(proc)
+    return found
+
+
+def test_a_kill_of_the_step_takes_its_eval_processes_and_keeps_their_finished_arms(smoke_run, tmp_path):
+    plan, run_dir = _side_by_side_plan(smoke_run, tmp_path)
+    staging = run_dir / ".tmp-eval"
+    first = staging / "episodes/craft.jsonl"        # craft+sft_only's first arm, the quickest
+    command = [sys.executable, "-m", "craftc.cli", "run", str(plan), "--run-dir", str(run_dir), "--only", "eval"]
+    proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 900
+        while not first.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert first.exists(), "craft never finished before the kill"
+        assert _eval_processes(staging.resolve()), "no eval process was running"
+        os.kill(proc.pid, signal.SIGKILL)           # the step's process alone, not its group
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while _eval_processes(staging.resolve()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _eval_processes(staging.resolve()), "an eval process outlived the step"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert not (run_dir / "eval").exists()
+    assert not (staging / "episodes/stuffed.jsonl").exists(), "the kill came too late to test"
+    saved = first.read_text()
+
+    rerun = craftc("run", plan, "--run-dir", run_dir, "--only", "eval", cwd=tmp_path)
+    out = rerun.stdout + rerun.stderr
+    assert rerun.returncode == 0, out[-3000:]
+    assert "eval: arm craft: its" in out and "read back, not decoded again" in out
+    assert "eval: stuffed and sft_only decode at the same time" in out     # craft is not decoded again
+    assert (run_dir / "eval/episodes/craft.jsonl").read_text() == saved
+    assert _episodes(run_dir) == _episodes(smoke_run.run_dir)
