@@ -131,8 +131,9 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
     earlier turns (the plan's input builder); ``copy_bias`` the plan's ``eval { copy_bias }``
     (``runtime.agent.copy_bias``); ``catalog`` holds every workflow's reference
     texts (default: those of ``tasks``); ``progress`` is told of each model call batch and
-    each finished episode, and ``before_batch()`` runs before each batch of calls. Each episode is scored as soon as it ends, while its result
-    frames are in memory; a turn in ``excluded`` keeps its reason and is not scored.
+    each finished episode; ``before_batch()`` runs before each batch of calls. Each episode is
+    scored as soon as it ends, while its result frames are in memory; a turn in ``excluded``
+    keeps its reason and is not scored.
     """
     from transformers import AutoTokenizer
 
@@ -144,8 +145,9 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
     else:
         generate = eval_generator(model_dir, tokenizer, max_new_tokens, batch_size, copy_bias)
         chunk = batch_size
-    if progress is not None:
-        generate = _counting(generate, progress.calls, chunk, before_batch)
+    if progress is not None or before_batch is not None:
+        generate = _counting(generate, progress.calls if progress is not None else (lambda n: None), chunk,
+                             before_batch)
     catalog = catalog if catalog is not None else ReferenceCatalog.build(tasks)
 
     def ended(i: int, episode) -> None:
