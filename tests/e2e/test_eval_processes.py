@@ -5,7 +5,7 @@ The smoke run's eval decoded its three arms one after another. The same plan wit
 (runtime/eval/processes.py); the step reads their episode files back. A kill -9 of the
 step's process ends its eval processes too (the kernel's parent-death signal; the closed
 pipe of their output would end them at their next line), and the rerun keeps the arms
-they finished.
+they finished. A process that fails stops the step with its own message.
 """
 
 import json
@@ -104,3 +104,15 @@ def test_a_kill_of_the_step_takes_its_eval_processes_and_keeps_their_finished_ar
     assert "eval: stuffed and sft_only decode at the same time" in out     # craft is not decoded again
     assert (run_dir / "eval/episodes/craft.jsonl").read_text() == saved
     assert _episodes(run_dir) == _episodes(smoke_run.run_dir)
+
+
+def test_an_eval_process_that_fails_stops_the_step_with_its_own_message(smoke_run, tmp_path):
+    plan, run_dir = _side_by_side_plan(smoke_run, tmp_path)
+    (run_dir / "sft/stuffed/final/config.json").unlink()       # the stuffed arm's model is broken
+    ran = craftc("run", plan, "--run-dir", run_dir, "--only", "eval", cwd=tmp_path)
+    out = ran.stdout + ran.stderr
+    assert ran.returncode != 0
+    assert "eval process `stuffed` failed with exit code 2" in out, out[-3000:]
+    assert "the sft step left no `stuffed` model" in out and "rerun `craftc run PLAN --only sft`" in out
+    assert "Traceback" not in out
+    assert not (run_dir / "eval").exists()
