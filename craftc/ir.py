@@ -894,10 +894,11 @@ class EvalSpec(Node):
         "`craftc run` runs", json_schema_extra=_surface(needs="general"))
     general_limit: int = Field(200, ge=1, description="examples per general benchmark",
                                json_schema_extra=_surface(needs="general"))
-    # The arms are independent models. On a CPU a decoding step's matrix products are small and
-    # use a second thread poorly, so N processes that divide the cores finish the arms sooner
-    # than one process with every core (docs/evaluation.md, "Arms side by side"). Each process
-    # decodes its share of arms and writes their episode files; the step reads them back.
+    # The arms are independent models. Where a decoding step's matrix products are small (the
+    # default's tiny_moe) they use a second thread poorly, and N processes that divide the cores
+    # finish the arms sooner than one with every core; SmolLM2's use it well, and gain nothing
+    # (docs/evaluation.md, "Arms side by side"). Each process decodes its share of arms and
+    # writes their episode files; the step reads them back.
     processes: int = Field(
         1, ge=1, le=64, exclude_if=_omitted_at(1),
         description="processes that decode the arms at the same time, the CPU cores divided between them "

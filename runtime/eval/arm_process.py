@@ -18,18 +18,14 @@ __all__ = ["decode_arms", "main"]
 
 
 def _follow_core_share():
-    """A function that sets torch's thread count to the launcher's current share, if one is kept."""
-    from runtime.train.core_share import CORE_SHARE_ENV, read_share
+    """A function that takes the launcher's current share of cores, if it keeps one, and says so."""
+    from runtime.train.core_share import CORE_SHARE_ENV, take_share
 
     path = os.environ.get(CORE_SHARE_ENV)
-    if not path:
-        return lambda: None
-    import torch
 
     def follow() -> None:
-        threads = read_share(path)
-        if threads is not None and threads != torch.get_num_threads():
-            torch.set_num_threads(threads)
+        threads = take_share(path) if path else None
+        if threads is not None:
             print(f"eval: now decoding on {threads} CPU thread(s)", flush=True)
     return follow
 

@@ -1,8 +1,9 @@
 """Arms side by side: `eval { processes N }` decodes the arms in N processes at once.
 
-The arms are independent models, and on a CPU one arm's decoding step is a few small
-matrix products that use a second thread poorly. So N processes, the cores divided
-between them, finish the arms sooner than one process with every core
+The arms are independent models. Where one arm's decoding step is a few small matrix
+products that use a second thread poorly (the default's tiny_moe), N processes, the cores
+divided between them, finish the arms sooner than one process with every core; where a
+second thread nearly halves a step (SmolLM2) they gain nothing
 (benchmarks/eval_processes.py times both on the same plan).
 
 The step (``runtime.eval.step.run_eval``) calls :func:`decode_side_by_side` before its

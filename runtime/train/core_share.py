@@ -8,7 +8,8 @@ keeps the current share in a small file, named by `CORE_SHARE_ENV` to the traine
 may take freed cores (`launch_stages_concurrently(..., takers=...)`: the stuffed arm),
 and rewrites it whenever an arm exits; such a trainer reads it before every step and
 calls `torch.set_num_threads` when it changed (`core_share_callback`). Takers train in
-MKL's strict mode, so their floats do not depend on when that happened.
+MKL's strict mode, so their floats do not depend on when that happened. The eval step's
+processes of `eval { processes N }` follow the same file between batches (`take_share`).
 
 A thread count the user pinned in `OMP_NUM_THREADS` is kept: the launcher then writes
 no file. The changes a trainer made are in its `sft_summary.json`
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from craftc.atomic import write_atomic
 
-__all__ = ["CORE_SHARE_ENV", "write_share", "read_share", "core_share_callback"]
+__all__ = ["CORE_SHARE_ENV", "write_share", "read_share", "take_share", "core_share_callback"]
 
 # The file's path, in each launched trainer's environment.
 CORE_SHARE_ENV = "CRAFT_CORE_SHARE_FILE"
@@ -42,6 +43,21 @@ def read_share(path: str | os.PathLike) -> int | None:
     return int(text) if text.isdigit() and int(text) > 0 else None
 
 
+def take_share(path: str | os.PathLike) -> int | None:
+    """Set torch's CPU threads to the share in `path` if it differs: the new count, or None when unchanged.
+
+    A few bytes read per call; callers call it between steps or batches, which take tens of
+    milliseconds or more (the sft trainers, and `eval { processes }`'s eval processes).
+    """
+    import torch
+
+    threads = read_share(path)
+    if threads is None or threads == torch.get_num_threads():
+        return None
+    torch.set_num_threads(threads)
+    return threads
+
+
 def core_share_callback(path: str | os.PathLike, phase: str, changes: list[dict]):
     """A `TrainerCallback` that follows the share file: `torch.set_num_threads` at the next step after a change.
 
@@ -50,15 +66,12 @@ def core_share_callback(path: str | os.PathLike, phase: str, changes: list[dict]
         phase: A name for the changes it records (`"warm-up"`, `"main"`).
         changes: A list the callback appends `{"phase", "step", "threads"}` to.
     """
-    import torch
     from transformers import TrainerCallback   # here, so the launcher's import stays light
 
     class CoreShare(TrainerCallback):
         def on_step_begin(self, args, state, control, **kwargs):
-            # A few bytes read per step, against steps of tens of milliseconds or more.
-            threads = read_share(path)
-            if threads is not None and threads != torch.get_num_threads():
-                torch.set_num_threads(threads)
+            threads = take_share(path)
+            if threads is not None:
                 changes.append({"phase": phase, "step": state.global_step, "threads": threads})
 
     return CoreShare()
