@@ -47,6 +47,7 @@ from runtime.train.loss_head import score_trained_positions_in
 from runtime.train.masking import check_masking, labels_for, mask_report, write_mask_report
 from runtime.train.question_dropout import rewritten_passes
 from runtime.train.schema_docs import SCHEMA_DOCS_DIR, SchemaDocsError, read_schema_docs
+from runtime.train.resume import train_from
 from runtime.train.timed_checkpoints import timed_checkpoints
 
 __all__ = ["SFTSetupError", "StepConfig", "main", "read_stage_plan", "sft_config", "train_sft"]
@@ -292,7 +293,7 @@ def _pre_phase(model, tokenizer, examples, roles: dict, trl_kwargs: dict, phase:
                            tokenized_dataset(tokenizer, examples_reached(examples, phase_args), roles),
                            label, hooks, sampler)
     resume = get_last_checkpoint(str(phase_dir)) if phase_dir.is_dir() else None
-    result = trainer.train(resume_from_checkpoint=resume)
+    result = train_from(trainer, resume)
     losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
     tokens = max((e.get("num_tokens", 0) for e in trainer.state.log_history), default=0)
     return trainer.model, {"examples": len(examples), "steps": trainer.state.global_step,
@@ -412,7 +413,7 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
                            sampler)
     counts = parameter_counts(trainer.model)
     started = time.perf_counter()
-    result = trainer.train(resume_from_checkpoint=resume)
+    result = train_from(trainer, resume)
     wall = time.perf_counter() - started
     if peft_kwargs is None:
         _save_final(trainer, tokenizer, out)

@@ -216,3 +216,21 @@ def test_checkpointing_recomputes_the_same_losses(tiny_model_dir, dataset_dir, t
     assert calls[False] == 0 and calls[True] > 0, calls      # the setting reaches the model
     assert len(runs[False]) == 6 and runs[False][1] > 0
     assert runs[True] == pytest.approx(runs[False], rel=1e-4)
+
+
+def test_a_run_resumed_at_its_last_step_trains_no_more(short_run, tiny_model_dir, dataset_dir, tmp_path):
+    # transformers resumes a checkpoint of the last step by training one step more; a run
+    # killed after its training (while merging or writing its summary) must not do that.
+    from safetensors.torch import load_file
+
+    out = tmp_path / "sft"
+    shutil.copytree(short_run[0], out)
+    for extra in [p for p in out.glob("checkpoint-*") if p.name != "checkpoint-12"]:
+        shutil.rmtree(extra)       # the 14-step resume above may have left its own
+    summary = train_sft(tiny_model_dir, dataset_dir, out, SHORT, ASSISTANT_ONLY)
+    assert summary["resumed_from"] == "checkpoint-12" and summary["steps"] == 12
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-12"]
+    history = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [h["step"] for h in history if "loss" in h] == [2, 4, 6, 8, 10, 12]
+    final, saved = load_file(out / "final" / "model.safetensors"), load_file(out / "checkpoint-12" / "model.safetensors")
+    assert final.keys() == saved.keys() and all(final[k].equal(saved[k]) for k in final)

@@ -18,7 +18,7 @@ import pytest
 from craftc.ir import GRPOStage
 from runtime.train.masking import ASSISTANT_ONLY
 from runtime.train.sft import train_sft
-from test_sft import SHORT
+from test_sft import LORA, SHORT
 
 # No step-count save within the run: every checkpoint below is a timed one.
 NO_STEP_SAVES = {**SHORT, "max_steps": 4, "save_steps": 1000, "save_total_limit": 10}
@@ -106,3 +106,30 @@ def test_a_save_due_on_one_process_is_due_on_all(tmp_path):
 
     mp.spawn(_agree, args=(str(tmp_path / "store"), str(tmp_path / "due")), nprocs=2, join=True)
     assert [(tmp_path / f"due.{rank}").read_text() for rank in (0, 1)] == ["True", "True"]
+
+
+@pytest.mark.parametrize("killed_after, peft", [(2, None), (4, None), (2, LORA), (4, LORA)],
+                         ids=["step-2", "last-step", "lora-step-2", "lora-last-step"])
+def test_a_run_resumed_from_a_checkpoint_trains_the_weights_of_one_never_killed(tiny_model_dir, dataset_dir,
+                                                                                tmp_path, killed_after, peft):
+    # The resumed run must start from the checkpoint's weights, every one of them: tiny_moe's
+    # experts are saved per expert and held fused, which a plain state-dict load leaves out.
+    # Killed after the last step's save (while merging or summing up), it must train no more.
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    whole = train_sft(tiny_model_dir, dataset_dir, tmp_path / "whole", NO_STEP_SAVES, ASSISTANT_ONLY,
+                      checkpoint_every_s=1e-9, peft_kwargs=peft)
+    out = tmp_path / "killed"
+    shutil.copytree(tmp_path / "whole", out)
+    for name in ["final", *(f"checkpoint-{n}" for n in range(killed_after + 1, 5))]:
+        shutil.rmtree(out / name)
+    resumed = train_sft(tiny_model_dir, dataset_dir, out, NO_STEP_SAVES, ASSISTANT_ONLY, peft_kwargs=peft)
+    assert resumed["resumed_from"] == f"checkpoint-{killed_after}" and resumed["steps"] == 4
+    assert max(_checkpoints(out)) == 4          # no step past the plan's 4
+    a = AutoModelForCausalLM.from_pretrained(out / "final").state_dict()
+    b = AutoModelForCausalLM.from_pretrained(tmp_path / "whole" / "final").state_dict()
+    assert a.keys() == b.keys()
+    differ = [name for name in b if not torch.equal(a[name], b[name])]
+    assert not differ, differ
+    assert resumed["last_loss"] == whole["last_loss"]
