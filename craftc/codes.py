@@ -705,6 +705,12 @@ CODES: dict[str, CodeInfo] = {
                "where several engines would contend for its memory and nothing divides it between them.",
                "stage grpo { from sft  rollout vllm }\neval { processes 2 }",
                "stage grpo { from sft  rollout transformers }\neval { processes 2 }"),
+    "E535": _c("a curve of nothing measured",
+               "A grpo stage sets `measure_every` and `measure 0`.",
+               "`measure 0` plays no measured rows, before, after or between the steps, so a curve every few "
+               "steps would have no point on it.",
+               "stage grpo { from sft  measure 0  measure_every 4 }",
+               "stage grpo { from sft  measure 32  measure_every 4 }"),
     # ------------------------------------------------------------ importing schemas (craftc import)
     "E901": _c("import source does not exist",
                "The database, SQL file or dbt project named for `craftc import` is not there.",

@@ -768,9 +768,10 @@ class GRPOStage(StageBase):
         json_schema_extra=_surface(type="rollout"))
     vllm_mode: Literal["colocate", "server"] = Field("colocate", description="grpo: how vLLM runs "
                                                      "(`rollout vllm, MODE`; E523 with another rollout)")
-    measure: int = Field(32, ge=0, le=100000, description="grpo: training rows measured before and "
-                         "after training, greedily and with `group` samples each (a seeded sample), decoded "
-                         "`per_device_batch` at a time",
+    measure: int = Field(32, ge=0, le=100000, description="grpo: rows measured before and after "
+                         "training (dev rows, or training rows where no dev split is held out), greedily and "
+                         "with `group` samples each (a seeded sample), decoded `per_device_batch` at a time; "
+                         "0: none measured, nothing played before or after",
                          json_schema_extra=_surface(engine="trl"))
     # Before and after alone hide a peak in between, and say nothing of how many steps a
     # gain needs: the measured rows played greedily every few steps give the curve.

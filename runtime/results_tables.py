@@ -239,8 +239,12 @@ def grpo_line(d: dict) -> str:
     g = d["grpo"]
     where = "dev" if g.get("measured_on") == "dev" else "training"
     rows = f"{g['measured_rows']} {where} rows" if g.get("measured_rows") else f"the {where} rows it measured"
-    text = f"GRPO trained {g['steps']} steps; on {rows} greedy R_total went {g['before']['total']:.3f} -> {g['after']['total']:.3f}"
-    if g["before"].get("exec_success") is not None and g["after"].get("exec_success") is not None:
+    if not g.get("before"):                 # `measure 0`
+        text = f"GRPO trained {g['steps']} steps and measured no rows before or after (`measure 0`)"
+    else:
+        text = (f"GRPO trained {g['steps']} steps; on {rows} greedy R_total went {g['before']['total']:.3f} -> "
+                f"{g['after']['total']:.3f}")
+    if g.get("before") and g["before"].get("exec_success") is not None and g["after"].get("exec_success") is not None:
         text += f" (execution success {g['before']['exec_success']:.3f} -> {g['after']['exec_success']:.3f})"
     if g.get("before_sampled") and g.get("after_sampled"):
         text += f", sampled R_total {g['before_sampled']['total']:.3f} -> {g['after_sampled']['total']:.3f}"

@@ -43,6 +43,7 @@ def check_stages(decl: RecipeDecl, recipe: Recipe, sink: DiagnosticSink,
         _check_sampler(recipe, s, block, sink)
         _check_shared_prompts(recipe, s, block, sink)
         _check_rollout_copy_bias(s, block, sink)
+        _check_measure_every(s, block, sink)
     _check_cycles(recipe.stages, blocks, sink)
     _check_budget(decl, recipe, blocks, models, sink, solutions or {})
 
@@ -243,6 +244,16 @@ def _check_rollout_copy_bias(s: Stage, block: Block | None, sink) -> None:
                f"generator samples, and `rollout {s.rollout}` samples them in vLLM, which is given no bias",
                (setting_span(block, "copy_bias") or block.name_span) if block else s.span,
                f"write `rollout transformers` in `stage {s.name}`, or remove `copy_bias`")
+
+
+def _check_measure_every(s: Stage, block: Block | None, sink) -> None:
+    # `measure 0` measures nothing, before, after or between: a curve every few steps would be empty.
+    if not isinstance(s, GRPOStage) or s.measure or not s.measure_every:
+        return
+    sink.error("E535", f"stage `{s.name}`: `measure_every {s.measure_every}` plays the measured rows every few "
+               "steps, and `measure 0` measures none", (setting_span(block, "measure_every") or block.name_span)
+               if block else s.span, f"remove `measure_every` from `stage {s.name}`, or measure some rows "
+               "(`measure 32`)")
 
 
 def _check_warm_up(s: Stage, block: Block | None, sink) -> None:

@@ -255,7 +255,9 @@ def render_markdown(report: dict) -> str:
         g = report["grpo"]
         where = "dev" if g.get("measured_on") == "dev" else "training"
         rows = f"{g['measured_rows']} {where} prompts" if g.get("measured_rows") else f"{where} prompts"
-        parts.append(f"\n## GRPO measured on {rows} ({g['steps']} steps)\n\n")
+        measured = bool(g.get("before"))     # `measure 0` measured nothing
+        parts.append(f"\n## GRPO measured on {rows} ({g['steps']} steps)\n\n" if measured
+                     else f"\n## GRPO ({g['steps']} steps, nothing measured: `measure 0`)\n\n")
         if g.get("rows_drawn") == "fresh":
             parts.append(f"GRPO played {g.get('rows')} fresh rows: values no split holds (`rows fresh`).")
             if g.get("dynamic_sampling"):
@@ -264,9 +266,10 @@ def render_markdown(report: dict) -> str:
                              f"rollout and were replaced ({d['flat_after']} still flat after {d['rounds']} "
                              "rounds; `dynamic_sampling`).")
             parts.append("\n\n")
-        parts.append("| | R_total | execution success |\n| --- | --- | --- |\n")
-        labels = [("before", "before, greedy"), ("after", "after, greedy")]
-        if g.get("before_sampled"):
+        labels = [("before", "before, greedy"), ("after", "after, greedy")] if measured else []
+        if labels:
+            parts.append("| | R_total | execution success |\n| --- | --- | --- |\n")
+        if measured and g.get("before_sampled"):
             k = g.get("sampled_per_row")
             labels += [("before_sampled", f"before, {k} samples per prompt"),
                        ("after_sampled", f"after, {k} samples per prompt")]

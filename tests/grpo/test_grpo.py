@@ -106,6 +106,32 @@ def test_training_resumes_from_the_last_checkpoint(trained):
     assert [l["step"] for l in lines if "reward" in l] == [1, 2, 3, 4]
 
 
+def test_a_run_resumed_at_its_last_step_trains_no_more(trained):
+    # A run killed after its training (measuring after, saving) resumes from the checkpoint
+    # of its last step: transformers would train one step more from it, with new rollouts.
+    job, _ = trained
+    done = json.loads(open(f"{job.out_dir}/grpo_summary.json").read())["steps"]
+    job.trl = {**job.trl, "max_steps": done}
+    summary = train_grpo(job)
+    assert summary["steps"] == done
+    lines = [json.loads(l) for l in open(f"{job.out_dir}/metrics.jsonl")]
+    assert [l["step"] for l in lines if "reward" in l] == list(range(1, done + 1))
+
+
+def test_measure_0_measures_nothing(tmp_path, warehouse, tiny_model, monkeypatch):
+    import runtime.train.grpo.trainer as trainer_module
+
+    calls = []
+    monkeypatch.setattr(trainer_module, "measure", lambda *args, **kwargs: calls.append(kwargs))
+    job = tiny_job(tmp_path, warehouse, tiny_model, stage={**STAGE, "measure": 0},
+                   trl={**TRL, "max_steps": 1})
+    summary = train_grpo(job)
+    assert calls == [] and summary["steps"] == 1 and summary["measured_rows"] == 0
+    assert all(summary[k] is None for k in ("before", "after", "before_sampled", "after_sampled", "change"))
+    assert summary["curve"] == [] and "measured_score.png" not in summary["plots"]
+    assert not (tmp_path / "out" / "measured_before.json").exists() and (tmp_path / "out" / "final").is_dir()
+
+
 def test_bad_config_names_the_problem(tmp_path, capsys):
     path = tmp_path / "c.json"
     path.write_text(json.dumps({"model_dir": "x", "oops": 1}))

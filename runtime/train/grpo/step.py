@@ -89,14 +89,14 @@ def _summary_metrics(step_dir: Path) -> dict:
         raise StepError(f"GRPO left no {path.name} and final/ in {step_dir}; run the stage's launch.sh with "
                         f"{step_dir / GRPO_STEP_CONFIG.path} first, or rerun the grpo step")
     summary = json.loads(path.read_text())
+    # `measure 0` measured nothing: its before, after and change are null.
+    measured = {f"{when}{kind}_{k}": summary[f"{when}{kind}"][k] for when in ("before", "after")
+                for kind in ("", "_sampled") for k in ("total", "exec_success") if summary[f"{when}{kind}"]}
     return {"steps": summary["steps"], "wall_s": summary["wall_s"], "world_size": summary["world_size"],
-            **{f"before_{k}": v for k, v in summary["before"].items() if k in ("total", "exec_success")},
-            **{f"after_{k}": v for k, v in summary["after"].items() if k in ("total", "exec_success")},
-            **{f"{when}_sampled_{k}": summary[f"{when}_sampled"][k] for when in ("before", "after")
-               for k in ("total", "exec_success")},
+            **measured,
             # Older summaries (before fresh rows) carry none of these.
             **{k: summary[k] for k in ("measured_on", "rows_drawn", "copy_bias") if k in summary},
-            **({"change_greedy_total": summary["change"]["greedy"]["total"]} if "change" in summary else {}),
+            **({"change_greedy_total": summary["change"]["greedy"]["total"]} if summary.get("change") else {}),
             **({"dynamic_dropped": summary["dynamic_sampling"]["dropped"],
                 "dynamic_groups": summary["dynamic_sampling"]["groups"]} if "dynamic_sampling" in summary else {})}
 

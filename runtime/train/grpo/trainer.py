@@ -26,6 +26,7 @@ from runtime.train.grpo.rollout import DynamicSampling, make_rollout_func, rollo
 from runtime.train.grpo.rows import (build_rows, completion_room, load_measure_tasks, load_training_tasks,
                                      outcome_sources)
 from runtime.train.loss_head import score_trained_positions_in
+from runtime.train.resume import train_from
 from runtime.train.timed_checkpoints import timed_checkpoints
 from runtime.train.precision import load_for_training
 
@@ -162,8 +163,12 @@ def train_grpo(job: GRPOJob) -> dict:
                     greedy_scores, sampled_scores)
 
         # Saved once taken: a run resumed from its checkpoints reads it back instead of decoding it again.
-        before, before_sampled, scores["before"], scores["before_sampled"] = measured_before(
-            out / BEFORE_FILE, before_key(job, probe), measure_before, save=is_main_process())
+        # `measure 0` plays none: no before, after or curve (E535 refuses `measure_every` with it).
+        before = before_sampled = None
+        scores["before"], scores["before_sampled"] = [], []
+        if probe:
+            before, before_sampled, scores["before"], scores["before_sampled"] = measured_before(
+                out / BEFORE_FILE, before_key(job, probe), measure_before, save=is_main_process())
         sampled: dict[str, int] = {}
         dynamic = None
         if job.stage["dynamic_sampling"]:
@@ -180,11 +185,13 @@ def train_grpo(job: GRPOJob) -> dict:
         )
         prepare_scoring(trainer, job)
         counts = parameter_counts(trainer.model)
-        trainer.train(resume_from_checkpoint=_last_checkpoint(out / "checkpoints"))
-        after = measure(job, trainer.model, tokenizer, sandbox, probe, terms, llm_judge=llm_judge,
-                        scores=scores["after"])
-        after_sampled = measure(job, trainer.model, tokenizer, sandbox, probe, terms, samples=group,
-                                llm_judge=llm_judge, scores=scores["after_sampled"])
+        train_from(trainer, _last_checkpoint(out / "checkpoints"))
+        after = after_sampled = None
+        if probe:
+            after = measure(job, trainer.model, tokenizer, sandbox, probe, terms, llm_judge=llm_judge,
+                            scores=scores["after"])
+            after_sampled = measure(job, trainer.model, tokenizer, sandbox, probe, terms, samples=group,
+                                    llm_judge=llm_judge, scores=scores["after_sampled"])
     history = trainer.state.log_history
     # Every rank takes part in saving (sharded weights are gathered); rank 0 writes.
     tmp = out / ".final.tmp"
@@ -203,14 +210,15 @@ def train_grpo(job: GRPOJob) -> dict:
         "before_sampled": before_sampled, "after_sampled": after_sampled,
         # What before and after were measured on, and after minus before paired over the same
         # rows (clustered by instance): greedy, and over `group` samples per row.
-        "measured_on": measured_on, "rows_drawn": job.stage["rows"],
+        "measured_on": measured_on if probe else None, "rows_drawn": job.stage["rows"],
         # What the rollouts and the measured rows decoded with (`stage grpo { copy_bias }`): a
         # measurement with the bias is not comparable with one without it.
         "copy_bias": rollout_copy_bias(job),
         # The greedy measurement over the steps (before, every `measure_every` steps, after).
-        "curve": measured_curve(before, trainer.state.log_history, after, trainer.state.global_step),
+        "curve": measured_curve(before, trainer.state.log_history, after, trainer.state.global_step)
+        if probe else [],
         "change": {"greedy": paired_change(scores["after"], scores["before"]),
-                   "sampled": paired_change(scores["after_sampled"], scores["before_sampled"])},
+                   "sampled": paired_change(scores["after_sampled"], scores["before_sampled"])} if probe else None,
         "wall_s": round(time.time() - started, 1), "completion_room": room,
         "sandbox_redacted": sandbox.redactions,    # secret values cut out of tool output (docs/sandbox.md)
         "outcome_judged_by": outcome_sources(plays),
