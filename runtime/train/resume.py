@@ -27,7 +27,7 @@ import json
 import sys
 from pathlib import Path
 
-__all__ = ["finished_at", "train_from"]
+__all__ = ["finished_at", "tokens_at", "train_from"]
 
 STATE_FILE = "trainer_state.json"     # transformers' TRAINER_STATE_NAME
 
@@ -60,14 +60,35 @@ def finished_at(checkpoint: str | Path | None, max_steps: int) -> int | None:
     return step if last > 0 and step >= last else None
 
 
+def tokens_at(checkpoint: str | Path | None) -> int:
+    """The tokens trained up to ``checkpoint`` (its log's `num_tokens`), 0 without one.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / STATE_FILE).write_text('{"log_history": [{"num_tokens": 300.0}, {"num_tokens": 610.0}, {}]}')
+    >>> tokens_at(d), tokens_at(None), tokens_at(d / "absent")
+    (610, 0, 0)
+    """
+    if not checkpoint:
+        return 0
+    try:
+        history = json.loads((Path(checkpoint) / STATE_FILE).read_text(encoding="utf-8"))["log_history"]
+        return int(max((entry.get("num_tokens", 0) for entry in history), default=0))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return 0
+
+
 def _is_adapter(model) -> bool:
     return hasattr(model, "peft_config") and hasattr(model, "load_adapter")
 
 
 def _load_full_weights(model, checkpoint: str) -> None:
     """Every weight of ``checkpoint`` into ``model``, converted as `from_pretrained` converts them."""
+    from runtime.train.precision import quantized_load_kwargs
+
     dtype = next(model.parameters()).dtype
-    loaded = type(model).from_pretrained(checkpoint, dtype=dtype)
+    # A checkpoint of a model loaded unpacked (MXFP4) is read the way the stage first read it.
+    loaded = type(model).from_pretrained(checkpoint, dtype=dtype, **quantized_load_kwargs(checkpoint))
     model.load_state_dict(loaded.state_dict(), strict=True)
     del loaded
 

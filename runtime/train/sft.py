@@ -47,7 +47,7 @@ from runtime.train.loss_head import score_trained_positions_in
 from runtime.train.masking import check_masking, labels_for, mask_report, write_mask_report
 from runtime.train.question_dropout import rewritten_passes
 from runtime.train.schema_docs import SCHEMA_DOCS_DIR, SchemaDocsError, read_schema_docs
-from runtime.train.resume import train_from
+from runtime.train.resume import tokens_at, train_from
 from runtime.train.timed_checkpoints import timed_checkpoints
 
 __all__ = ["SFTSetupError", "StepConfig", "main", "read_stage_plan", "sft_config", "train_sft"]
@@ -436,7 +436,9 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         "cpu_threads_changes": hooks.thread_changes,
         "train_runtime_s": round(result.metrics.get("train_runtime", wall), 3),
         "num_tokens": int(tokens),
-        "tokens_per_s": round(tokens / wall, 1) if tokens and wall > 0 else None,
+        # The tokens this process trained: a resumed run's log counts the checkpoint's too.
+        "tokens_per_s": round((tokens - tokens_at(resume)) / wall, 1) if tokens > tokens_at(resume) and wall > 0
+        else None,
         "resumed_from": Path(resume).name if resume else None,
         "final_dir": FINAL,
         "adapter": "lora" if peft_kwargs else None,

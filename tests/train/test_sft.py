@@ -229,6 +229,7 @@ def test_a_run_resumed_at_its_last_step_trains_no_more(short_run, tiny_model_dir
         shutil.rmtree(extra)       # the 14-step resume above may have left its own
     summary = train_sft(tiny_model_dir, dataset_dir, out, SHORT, ASSISTANT_ONLY)
     assert summary["resumed_from"] == "checkpoint-12" and summary["steps"] == 12
+    assert summary["tokens_per_s"] is None              # it trained no token
     assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-12"]
     history = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [h["step"] for h in history if "loss" in h] == [2, 4, 6, 8, 10, 12]
