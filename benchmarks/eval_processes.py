@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import sys
 import tempfile
@@ -47,6 +46,8 @@ def timed_eval(plan, plan_dir: Path, run_dir: Path, processes: int, out_dir: Pat
 
 def calls(out_dir: Path) -> dict[str, list[str]]:
     """Each arm's model calls in order, as JSON, without what differs between any two runs."""
+    from runtime.eval.arm_files import without_run_to_run
+
     out = {}
     for path in sorted((out_dir / "episodes").glob("*.jsonl")):
         episodes = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -54,8 +55,7 @@ def calls(out_dir: Path) -> dict[str, list[str]]:
         for episode in episodes:
             for turn in episode["turns"]:
                 for call in turn["calls"]:
-                    (call.get("exec") or {}).pop("wall_s", None)
-                    texts.append(re.sub(r"0x[0-9a-f]+", "0x", json.dumps(call, sort_keys=True)))
+                    texts.append(without_run_to_run(json.dumps(call, sort_keys=True)))
         out[path.stem] = texts
     return out
 

@@ -10,12 +10,17 @@ cut off part-way left nothing under its name and starts over.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from craftc.atomic import write_atomic
 from runtime.agent import Episode
 
-__all__ = ["arm_file", "read_arm", "write_arm", "finished_arm"]
+__all__ = ["arm_file", "read_arm", "write_arm", "finished_arm", "without_run_to_run"]
+
+# What differs between two decodings of the same arm on the same inputs, all else equal: how
+# long each code block ran, and the addresses of objects its output printed.
+_RUN_TO_RUN = re.compile(r'"wall_s": [0-9.e+-]+|0x[0-9a-f]+')
 
 
 def arm_file(episodes_dir: Path, arm: str) -> Path:
@@ -53,3 +58,12 @@ def finished_arm(episodes_dir: Path, arm: str, instance_ids: list[str]) -> tuple
     if [e.instance_id for e in episodes] != list(instance_ids):
         return None, f"{path.name} holds {len(episodes)} episodes that are not this eval's {len(instance_ids)} instances"
     return episodes, ""
+
+
+def without_run_to_run(text: str) -> str:
+    """Episode JSON ``text`` without what differs run to run, to compare two decodings of an arm.
+
+    >>> without_run_to_run('{"exec": {"ok": true, "wall_s": 0.012}, "output": "<obj at 0x7f3a>"}')
+    '{"exec": {"ok": true, }, "output": "<obj at >"}'
+    """
+    return _RUN_TO_RUN.sub("", text)

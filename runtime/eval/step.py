@@ -358,14 +358,16 @@ def arm_model(ctx, arm: str) -> Path:
 
 
 def decode_arm(ctx, inputs: EvalInputs, arm: str, sandbox, references: dict, excluded: dict,
-               before_batch=None, decoded_elsewhere: bool = False) -> list:
+               before_batch=None, decoded_elsewhere: bool = False, read_back: list | None = None) -> list:
     """The arm's episodes: read back if they are saved already, else decoded and saved.
 
-    They are saved already when an interrupted run of this step finished the arm, or when an
-    eval process decoded it (``decoded_elsewhere``, ``runtime.eval.processes``).
+    They are saved already when an interrupted run of this step finished the arm (``read_back``
+    when the step has read them already), or when an eval process decoded it
+    (``decoded_elsewhere``, ``runtime.eval.processes``).
     """
     episodes_dir = ctx.out_dir / "episodes"
-    done, why_not = finished_arm(episodes_dir, arm, [t.id for t in inputs.tasks])
+    done, why_not = (read_back, "") if read_back is not None else \
+        finished_arm(episodes_dir, arm, [t.id for t in inputs.tasks])
     if done is not None:
         if not decoded_elsewhere:
             ctx.console.print(f"eval: arm {arm}: its {len(done)} episodes were finished by the interrupted run, "
@@ -383,10 +385,11 @@ def decode_arm(ctx, inputs: EvalInputs, arm: str, sandbox, references: dict, exc
     return episodes
 
 
-def _unfinished(ctx, inputs: EvalInputs) -> list[str]:
-    """The arms whose episodes an interrupted run of this step did not finish, in the plan's order."""
+def _finished(ctx, inputs: EvalInputs) -> dict[str, list]:
+    """The episodes of each arm an interrupted run of this step finished, read once."""
     ids = [t.id for t in inputs.tasks]
-    return [arm for arm in ctx.plan.recipe.eval.arms if finished_arm(ctx.out_dir / "episodes", arm, ids)[0] is None]
+    found = {arm: finished_arm(ctx.out_dir / "episodes", arm, ids)[0] for arm in ctx.plan.recipe.eval.arms}
+    return {arm: episodes for arm, episodes in found.items() if episodes is not None}
 
 
 def run_eval(ctx):
@@ -421,10 +424,12 @@ def run_eval(ctx):
         turns = inputs.user_turns
         ctx.console.print(f"eval: split {split}: {len(tasks)} instances, {turns} user turns, {turns - len(excluded)} "
                           f"scored ({len(excluded)} whose reference returns no rows or fails are run, not scored)")
-        elsewhere = decode_side_by_side(ctx, inputs, _unfinished(ctx, inputs)) if recipe.eval.processes > 1 else set()
+        finished = _finished(ctx, inputs) if recipe.eval.processes > 1 else {}
+        elsewhere = decode_side_by_side(ctx, inputs, [arm for arm in recipe.eval.arms if arm not in finished]) \
+            if recipe.eval.processes > 1 else set()
         for arm in recipe.eval.arms:
             episodes = decode_arm(ctx, inputs, arm, sandbox, references, excluded,
-                                  decoded_elsewhere=arm in elsewhere)
+                                  decoded_elsewhere=arm in elsewhere, read_back=finished.get(arm))
             results[arm] = split_summaries(episodes, ctx.seed)
             by_workflow[arm], failures[arm] = per_workflow(episodes), failure_summary(episodes)
     report = {"arms": list(recipe.eval.arms), "instances": len(tasks), "results": results,

@@ -10,7 +10,6 @@ they finished. A process that fails stops the step with its own message.
 
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -20,6 +19,7 @@ import time
 import psutil
 
 from e2e_support import craftc, recipe_tree
+from runtime.eval.arm_files import without_run_to_run
 
 SMOKE_EVAL = "eval { instances 1  max_turns 2  limit 3 }"
 
@@ -42,7 +42,7 @@ def _side_by_side_plan(smoke_run, tmp_path):
 def _episodes(run_dir):
     """Each arm's episode file, without what differs between any two runs: how long code ran,
     and the addresses of objects its output printed."""
-    return {p.name: re.sub(r'"wall_s": [0-9.e+-]+|0x[0-9a-f]+', "", p.read_text())
+    return {p.name: without_run_to_run(p.read_text())
             for p in sorted((run_dir / "eval/episodes").glob("*.jsonl"))}
 
 
