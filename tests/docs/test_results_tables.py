@@ -15,7 +15,8 @@ from runtime.results_tables import ROOT, digest, load_digests, render, rewrite, 
 def test_readme_results_tables_equal_the_generated_ones():
     readme = (ROOT / "README.md").read_text()
     # The headline: each arm's mean over the default's training replicates.
-    assert "<!-- results:default:replicates:begin -->" in readme and "<!-- results:default:replicates:end -->" in readme
+    [name] = re.findall(r"<!-- results:([\w.-]+):replicates:begin -->", readme)
+    assert f"<!-- results:{name}:replicates:end -->" in readme and (ROOT / "docs/results" / f"{name}.json").is_file()
     assert rewrite(readme, load_digests(), "README.md") == readme, "run `make docs-results`"
 
 
