@@ -244,8 +244,8 @@ def grpo_line(d: dict) -> str:
     else:
         text = (f"GRPO trained {g['steps']} steps; on {rows} greedy R_total went {g['before']['total']:.3f} -> "
                 f"{g['after']['total']:.3f}")
-    if g.get("before") and g["before"].get("exec_success") is not None and g["after"].get("exec_success") is not None:
-        text += f" (execution success {g['before']['exec_success']:.3f} -> {g['after']['exec_success']:.3f})"
+        if g["before"].get("exec_success") is not None and g["after"].get("exec_success") is not None:
+            text += f" (execution success {g['before']['exec_success']:.3f} -> {g['after']['exec_success']:.3f})"
     if g.get("before_sampled") and g.get("after_sampled"):
         text += f", sampled R_total {g['before_sampled']['total']:.3f} -> {g['after_sampled']['total']:.3f}"
     if g.get("change"):

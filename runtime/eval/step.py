@@ -424,9 +424,10 @@ def run_eval(ctx):
         turns = inputs.user_turns
         ctx.console.print(f"eval: split {split}: {len(tasks)} instances, {turns} user turns, {turns - len(excluded)} "
                           f"scored ({len(excluded)} whose reference returns no rows or fails are run, not scored)")
-        finished = _finished(ctx, inputs) if recipe.eval.processes > 1 else {}
-        elsewhere = decode_side_by_side(ctx, inputs, [arm for arm in recipe.eval.arms if arm not in finished]) \
-            if recipe.eval.processes > 1 else set()
+        finished, elsewhere = {}, set()
+        if recipe.eval.processes > 1:
+            finished = _finished(ctx, inputs)
+            elsewhere = decode_side_by_side(ctx, inputs, [arm for arm in recipe.eval.arms if arm not in finished])
         for arm in recipe.eval.arms:
             episodes = decode_arm(ctx, inputs, arm, sandbox, references, excluded,
                                   decoded_elsewhere=arm in elsewhere, read_back=finished.get(arm))

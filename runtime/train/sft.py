@@ -46,8 +46,8 @@ from runtime.train.curriculum import CurriculumError, no_warm_up_reason, prefix_
 from runtime.train.loss_head import score_trained_positions_in
 from runtime.train.masking import check_masking, labels_for, mask_report, write_mask_report
 from runtime.train.question_dropout import rewritten_passes
-from runtime.train.schema_docs import SCHEMA_DOCS_DIR, SchemaDocsError, read_schema_docs
 from runtime.train.resume import tokens_at, train_from
+from runtime.train.schema_docs import SCHEMA_DOCS_DIR, SchemaDocsError, read_schema_docs
 from runtime.train.timed_checkpoints import timed_checkpoints
 
 __all__ = ["SFTSetupError", "StepConfig", "main", "read_stage_plan", "sft_config", "train_sft"]
@@ -425,6 +425,7 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
     history = trainer.state.log_history
     losses = [e["loss"] for e in history if "loss" in e]
     tokens = max((e.get("num_tokens", 0) for e in history), default=0)
+    trained_here = tokens - tokens_at(resume)     # a resumed run's log counts the checkpoint's tokens too
     summary = {
         "first_loss": losses[0] if losses else None,
         "last_loss": losses[-1] if losses else None,
@@ -436,9 +437,7 @@ def train_sft(model_dir, dataset_dir, out_dir, trl_kwargs: dict, roles: dict, ov
         "cpu_threads_changes": hooks.thread_changes,
         "train_runtime_s": round(result.metrics.get("train_runtime", wall), 3),
         "num_tokens": int(tokens),
-        # The tokens this process trained: a resumed run's log counts the checkpoint's too.
-        "tokens_per_s": round((tokens - tokens_at(resume)) / wall, 1) if tokens > tokens_at(resume) and wall > 0
-        else None,
+        "tokens_per_s": round(trained_here / wall, 1) if trained_here > 0 and wall > 0 else None,
         "resumed_from": Path(resume).name if resume else None,
         "final_dir": FINAL,
         "adapter": "lora" if peft_kwargs else None,

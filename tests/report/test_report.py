@@ -348,3 +348,15 @@ def test_the_training_table_shows_the_schema_docs_pass_and_counts_its_tokens(tmp
     plain = tmp_path / "plain"
     _sft_step(plain, "tokens", stuffed_steps=10)
     assert "schema's documentation" not in render_markdown(build_report(evaluated, plain))
+
+
+def test_a_grpo_step_that_measured_nothing_says_so():
+    # `stage grpo { measure 0 }`: the summary's before, after and change are null.
+    from runtime.report.step import build_report, render_markdown
+    from runtime.results_tables import grpo_line
+
+    grpo = {"steps": 2, "measured_rows": 0, "before": None, "after": None, "before_sampled": None,
+            "after_sampled": None, "change": None, "curve": [], "rows_drawn": "fresh", "rows": 79}
+    md = render_markdown({**build_report(EVAL), "grpo": grpo})
+    assert "## GRPO (2 steps, nothing measured: `measure 0`)" in md and "| before, greedy |" not in md
+    assert grpo_line({"grpo": grpo}) == "GRPO trained 2 steps and measured no rows before or after (`measure 0`).\n"
