@@ -4,8 +4,8 @@ The smoke run's eval decoded its three arms one after another. The same plan wit
 `processes 2` decodes the stuffed arm in one process and craft and sft_only in another
 (runtime/eval/processes.py); the step reads their episode files back. A kill -9 of the
 step's process ends its eval processes too (the kernel's parent-death signal; the closed
-pipe of their output would end them at their next line), and the rerun keeps the arms
-they finished. A process that fails stops the step with its own message.
+pipe of their output would end them at their next line, so a process whose output is a
+file shows the signal alone), and the rerun keeps the arms they finished. A process that fails stops the step with its own message.
 """
 
 import json
@@ -116,3 +116,50 @@ def test_an_eval_process_that_fails_stops_the_step_with_its_own_message(smoke_ru
     assert "the sft step left no `stuffed` model" in out and "rerun `craftc run PLAN --only sft`" in out
     assert "Traceback" not in out
     assert not (run_dir / "eval").exists()
+
+
+# A parent that starts one eval process with its output in a file, not a pipe, says the
+# process's pid, and waits: killed, it leaves nothing that would end the process at its
+# next line, so only the parent-death signal can.
+_PARENT = """
+import subprocess, sys
+with open(sys.argv[1], "w") as log:
+    child = subprocess.Popen(sys.argv[2:], stdout=log, stderr=subprocess.STDOUT)
+print(child.pid, flush=True)
+child.wait()
+"""
+
+
+def test_an_eval_process_whose_output_is_not_a_pipe_dies_with_the_step_that_started_it(smoke_run, tmp_path):
+    plan, run_dir = _side_by_side_plan(smoke_run, tmp_path)
+    staging, log = run_dir / ".tmp-eval", tmp_path / "arm_process.log"
+    (staging / "episodes").mkdir(parents=True)
+    command = [sys.executable, "-m", "runtime.eval.arm_process", "--plan-dir", str(plan), "--run-dir", str(run_dir),
+               "--out-dir", str(staging), "--seed", "0", "--replicate", "0", "--replicates", "1",
+               "stuffed", "craft", "sft_only"]
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT, str(log), *command], cwd=tmp_path,
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    child = psutil.Process(int(parent.stdout.readline()))
+    try:
+        # Its first line comes after it asked for the signal: the kill below cannot come before.
+        deadline = time.monotonic() + 300
+        while not log.read_text() and child.is_running() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert log.read_text(), "the eval process printed nothing"
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not _alive(child), "the eval process outlived the step that started it"
+        assert not (staging / "episodes/sft_only.jsonl").exists(), "the kill came too late to test"
+    finally:
+        if _alive(child):
+            child.kill()
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
