@@ -355,7 +355,8 @@ def rich_table(table: dict):
 
     from runtime.report.table import _cell_text
 
-    out = Table(title=f"craft results ({table['split']}) vs {table['baseline']}")
+    against = f" vs {table['baseline']}" if table["baseline"] in table["arms"] else ""    # `baseline none`: no baseline arm
+    out = Table(title=f"craft results ({table['split']}){against}")
     out.add_column("Metric")
     for arm in table["arms"]:
         out.add_column(arm, justify="right")

@@ -43,6 +43,19 @@ def test_markdown_table_reads_like_a_results_table():
     assert "n/a" in text          # metrics the eval did not produce are shown, not dropped
 
 
+def test_the_terminal_table_names_the_baseline_only_when_it_was_an_arm():
+    from runtime.report.step import rich_table
+
+    def title(results):
+        console = Console(width=120, record=True)
+        console.print(rich_table(build_table(results)))
+        return console.export_text().splitlines()[0].strip()
+
+    assert title(EVAL["results"]) == "craft results (all) vs stuffed"
+    # `eval { baseline none }` (the dev profiles): craft and sft_only only, nothing to be "vs".
+    assert title({arm: EVAL["results"][arm] for arm in ("craft", "sft_only")}) == "craft results (all)"
+
+
 def test_report_step_writes_markdown_json_and_plots(tmp_path):
     run = tmp_path / "run"
     (run / "eval").mkdir(parents=True)
