@@ -5,7 +5,8 @@ The smoke run's eval decoded its three arms one after another. The same plan wit
 (runtime/eval/processes.py); the step reads their episode files back. A kill -9 of the
 step's process ends its eval processes too (the kernel's parent-death signal; the closed
 pipe of their output would end them at their next line, so a process whose output is a
-file shows the signal alone), and the rerun keeps the arms they finished. A process that fails stops the step with its own message.
+file shows the signal alone), and the rerun keeps the arms they finished. A process that
+fails stops the step with its own message.
 """
 
 import json
