@@ -282,12 +282,16 @@ def render(d: dict, part: str | None = None) -> str:
         return wall_time_line(d["wall_time"]) + "\n"
     if "metrics" not in d:          # a comparison of runs (`craftc compare`): its differences alone
         return differences_table(d)
+    # A run without the stuffed arm (`eval { baseline none }`) has nothing to be measured against;
+    # digests written before the report said so name `stuffed` anyway.
+    baseline = d.get("baseline") if d.get("baseline") in d["arms"] else None
     if d.get("split"):
         sp = d["split"]
+        against = (f" and paired deltas against `{baseline}` in percentage points; costs with paired ratios"
+                   if baseline else "")
         out = [f"The {sp['name']} split: {sp['instances']} held-out instances, {sp['scored_turns']} user turns scored "
                f"({sp.get('excluded_turns', 0)} more run but not scored: their reference returns no rows). Rates with "
-               f"95% intervals clustered by conversation and paired deltas against `{d['baseline']}` in percentage "
-               "points; costs with paired ratios.\n\n"]
+               f"95% intervals clustered by conversation{against}.\n\n"]
         if d.get("replicates"):
             out += [f"Over {d['replicates']['replicates']} training replicates:\n\n", replicates_table(d),
                     "\nThe first replicate alone:\n\n"]
@@ -296,9 +300,10 @@ def render(d: dict, part: str | None = None) -> str:
             out += ["\nPaired differences (the first replicate):\n\n", differences_table(d)]
         out += ["\nAgent score per held-out kind:\n\n", splits_table(d)]
     else:
+        against = (f" and deltas against `{baseline}` in percentage points, costs with 95% bootstrap intervals "
+                   "and paired ratios" if baseline else ", costs with 95% bootstrap intervals")
         out = [f"Over {d['instances']} held-out instances ({d['user_turns']} user turns); rates with 95% Wilson "
-               f"intervals and deltas against `{d['baseline']}` in percentage points, costs with 95% bootstrap "
-               "intervals and paired ratios:\n\n", metrics_table(d), "\nAgent score per held-out split:\n\n",
+               f"intervals{against}:\n\n", metrics_table(d), "\nAgent score per held-out split:\n\n",
                splits_table(d)]
     if d.get("failures"):
         out += ["\nWhy turns failed (each failed user turn gets the first class that applies):\n\n", failures_table(d)]

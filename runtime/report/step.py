@@ -91,7 +91,8 @@ def build_report(eval_json: dict, run_dir: Path | None = None, replicates: int =
     ratios = cost_ratios(episodes)
     tables = {s: build_table(results, split=s, ratios=ratios.get(s)) for s in SPLITS
               if any(s in r for r in results.values())}
-    report = {"instances": eval_json.get("instances"), "arms": arms, "baseline": "stuffed", "tables": tables}
+    report = {"instances": eval_json.get("instances"), "arms": arms, "baseline": "stuffed" if "stuffed" in arms else None,
+              "tables": tables}
     if eval_json.get("split"):          # which held-out split, its size and what was not scored
         split = dict(eval_json["split"])
         split["excluded_turns"] = len(split.pop("excluded", []))
@@ -355,7 +356,7 @@ def rich_table(table: dict):
 
     from runtime.report.table import _cell_text
 
-    against = f" vs {table['baseline']}" if table["baseline"] in table["arms"] else ""    # `baseline none`: no baseline arm
+    against = f" vs {table['baseline']}" if table["baseline"] else ""    # `baseline none`: no baseline arm
     out = Table(title=f"craft results ({table['split']}){against}")
     out.add_column("Metric")
     for arm in table["arms"]:

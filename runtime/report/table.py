@@ -56,7 +56,8 @@ def build_table(eval_results: dict, baseline: str = "stuffed", split: str = "all
         if metric in PUBLISHED_RATIOS:
             row["published_ratio"] = PUBLISHED_RATIOS[metric]
         rows.append(row)
-    return {"baseline": baseline, "split": split, "arms": arms, "rows": rows}
+    # `eval { baseline none }`: no arm to be measured against, and the table says so.
+    return {"baseline": baseline if baseline in arms else None, "split": split, "arms": arms, "rows": rows}
 
 
 def _cell_text(cell: dict, kind: str) -> str:

@@ -56,6 +56,25 @@ def test_the_terminal_table_names_the_baseline_only_when_it_was_an_arm():
     assert title({arm: EVAL["results"][arm] for arm in ("craft", "sft_only")}) == "craft results (all)"
 
 
+def test_a_run_without_the_stuffed_arm_records_no_baseline_and_its_digest_names_none():
+    from runtime.report.step import build_report
+    from runtime.results_tables import digest, render
+
+    with_baseline = build_report(EVAL)
+    assert with_baseline["baseline"] == with_baseline["tables"]["all"]["baseline"] == "stuffed"
+    assert "deltas against `stuffed`" in render(digest(with_baseline, "a run"))
+    # `eval { baseline none }`: report.json, its tables and its digest say there was no baseline.
+    report = build_report({"arms": ["craft", "sft_only"], "instances": 10,
+                           "results": {arm: EVAL["results"][arm] for arm in ("craft", "sft_only")}})
+    assert report["baseline"] is None and report["tables"]["all"]["baseline"] is None
+    assert "delta_pp" not in report["tables"]["all"]["rows"][0]["arms"]["craft"]
+    text = render(digest(report, "a dev run"))
+    assert "against" not in text.split("\n")[0]
+    # A digest written before the report said so still names `stuffed`; rendering checks the arms.
+    old = {**digest(report, "a dev run"), "baseline": "stuffed"}
+    assert render(old) == text
+
+
 def test_report_step_writes_markdown_json_and_plots(tmp_path):
     run = tmp_path / "run"
     (run / "eval").mkdir(parents=True)
