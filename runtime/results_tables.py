@@ -30,6 +30,8 @@ import re
 import sys
 from pathlib import Path
 
+from runtime.report.comparison import METRIC_LABELS, markdown_replicates
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "docs" / "results"
 DIGEST_VERSION = 2
@@ -38,7 +40,6 @@ SPLIT_LABELS = {"eval_params": "held-out params, seen phrasings", "eval_phrasing
                 "eval_workflows": "held-out workflows",
                 "new_values": "new values, trained phrasings", "new_phrasing": "new phrasing and new values",
                 "new_workflow": "new workflow"}
-METRIC_LABELS = {"agent_score": "agent score", "execution_success": "execution success"}
 MARKER = re.compile(r"(<!-- results:(?P<name>[\w.-]+?)(?::(?P<part>" + "|".join(PARTS) + r"))?:begin -->\n)"
                     r"(?P<body>.*?)(<!-- results:(?P=name)(?::(?P=part))?:end -->)", re.S)
 
@@ -148,7 +149,7 @@ def differences_table(d: dict) -> str:
 
 
 def replicates_table(d: dict) -> str:
-    """Each arm's mean over training replicates, and each paired difference's.
+    """Each arm's mean over training replicates, and each paired difference's, as report.md writes them.
 
     >>> print(replicates_table({"replicates": {"metric": "agent_score", "replicates": 2,
     ...     "arms": {"craft": {"mean": 0.35, "sd": 0.07, "ci": [0.25, 0.45], "per_replicate": [0.3, 0.4]}},
@@ -157,21 +158,7 @@ def replicates_table(d: dict) -> str:
     | --- | --- | --- | --- |
     | craft | 35.0% [25.0, 45.0] | 7.0 pp | 30.0%, 40.0% |
     """
-    rep = d["replicates"]
-    label = METRIC_LABELS.get(rep["metric"], rep["metric"]).capitalize()
-    n = rep["replicates"]
-    lines = [f"| Arm | {label}, mean of {n} [95% CI] | SD | Per replicate |", "| --- | --- | --- | --- |"]
-    for arm, r in rep["arms"].items():
-        lines.append(f"| {arm} | {100 * r['mean']:.1f}% [{100 * r['ci'][0]:.1f}, {100 * r['ci'][1]:.1f}] | "
-                     f"{100 * r['sd']:.1f} pp | {', '.join(f'{100 * v:.1f}%' for v in r['per_replicate'])} |")
-    if rep["differences"]:
-        lines += ["", f"| Comparison | {label} difference, mean of {n} [95% CI] | SD | Per replicate | "
-                  "Detectable at 80% power |", "| --- | --- | --- | --- | --- |"]
-        for r in rep["differences"]:
-            lines.append(f"| {r['a']} - {r['b']} | {_pp(r['mean'])} pp [{_pp(r['ci'][0])}, {_pp(r['ci'][1])}] | "
-                         f"{100 * r['sd']:.1f} pp | {', '.join(_pp(v) for v in r['per_replicate'])} | "
-                         f"{100 * r['mde']:.1f} pp |")
-    return "\n".join(lines) + "\n"
+    return markdown_replicates(d["replicates"])
 
 
 def _cost(cell: dict) -> str:

@@ -18,7 +18,7 @@ from runtime.eval.metrics import paired_metric, turn_scores
 from runtime.eval.stats import clustered_mean, paired_clustered_difference, replicate_summary
 
 __all__ = ["COMPARED_METRICS", "arm_pairs", "paired_differences", "run_differences", "replicate_results", "markdown_differences",
-           "markdown_replicates", "difference_text"]
+           "markdown_replicates", "difference_text", "METRIC_LABELS"]
 
 # The metrics compared arm against arm: what an agent is for, and whether its code runs.
 COMPARED_METRICS = ("agent_score", "execution_success")
@@ -138,7 +138,8 @@ def difference_text(row: dict) -> str:
     return f"{_pp(row['value'])} pp [{_pp(row['ci'][0])}, {_pp(row['ci'][1])}]"
 
 
-_METRIC_LABELS = {"agent_score": "agent score", "execution_success": "execution success"}
+# How tables name a metric; the docs' tables (runtime.results_tables) use the same words.
+METRIC_LABELS = {"agent_score": "agent score", "execution_success": "execution success"}
 
 
 def markdown_differences(rows: list[dict]) -> str:
@@ -155,30 +156,33 @@ def markdown_differences(rows: list[dict]) -> str:
     for row in rows:
         p = "n/a" if row.get("p_value") is None else f"{row['p_value']:.3f}"
         mde = "n/a (never differ)" if row.get("mde") is None else f"{100 * row['mde']:.1f} pp"
-        lines.append(f"| {row['a']} - {row['b']} | {_METRIC_LABELS.get(row['metric'], row['metric'])} | "
+        lines.append(f"| {row['a']} - {row['b']} | {METRIC_LABELS.get(row['metric'], row['metric'])} | "
                      f"{difference_text(row)} | {p} | {row['n']} ({row['clusters']}) | {mde} |")
     return "\n".join(lines) + "\n"
 
 
 def markdown_replicates(result: dict) -> str:
-    """Each arm's mean over the replicates and each paired difference's.
+    """Each arm's mean over training replicates, and each paired difference's.
+
+    The one rendering of a replicates table: report.md writes it from report.json, and the
+    docs (``runtime.results_tables``) from a digest, which keeps the same keys.
 
     >>> print(markdown_replicates({"metric": "agent_score", "replicates": 2,
     ...     "arms": {"craft": {"per_replicate": [0.3, 0.4], "mean": 0.35, "sd": 0.07, "ci": [0.25, 0.45]}},
     ...     "differences": []}), end="")
-    | arm | agent score, mean of 2 [95% CI] | sd | per replicate |
+    | Arm | Agent score, mean of 2 [95% CI] | SD | Per replicate |
     | --- | --- | --- | --- |
     | craft | 35.0% [25.0, 45.0] | 7.0 pp | 30.0%, 40.0% |
     """
-    label = _METRIC_LABELS.get(result["metric"], result["metric"])
+    label = METRIC_LABELS.get(result["metric"], result["metric"]).capitalize()
     n = result["replicates"]
-    lines = [f"| arm | {label}, mean of {n} [95% CI] | sd | per replicate |", "| --- | --- | --- | --- |"]
+    lines = [f"| Arm | {label}, mean of {n} [95% CI] | SD | Per replicate |", "| --- | --- | --- | --- |"]
     for arm, row in result["arms"].items():
         lines.append(f"| {arm} | {100 * row['mean']:.1f}% [{100 * row['ci'][0]:.1f}, {100 * row['ci'][1]:.1f}] | "
                      f"{100 * row['sd']:.1f} pp | {', '.join(f'{100 * v:.1f}%' for v in row['per_replicate'])} |")
     if result["differences"]:
-        lines += ["", f"| comparison | {label} difference, mean of {n} [95% CI] | sd | per replicate | "
-                  "detectable at 80% power |", "| --- | --- | --- | --- | --- |"]
+        lines += ["", f"| Comparison | {label} difference, mean of {n} [95% CI] | SD | Per replicate | "
+                  "Detectable at 80% power |", "| --- | --- | --- | --- | --- |"]
         for row in result["differences"]:
             lines.append(f"| {row['a']} - {row['b']} | {difference_text({'value': row['mean'], 'ci': row['ci']})} | "
                          f"{100 * row['sd']:.1f} pp | {', '.join(_pp(v) for v in row['per_replicate'])} | "
