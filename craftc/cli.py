@@ -75,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_b", metavar="RUN_B", help="a run dir scored on the same split")
     p.add_argument("--arm", default="craft", help="the arm of RUN_A (default: craft)")
     p.add_argument("--arm-b", metavar="ARM", help="the arm of RUN_B (default: --arm)")
+    p.add_argument("--replicates", type=int, default=1, metavar="N",
+                   help="runs of `craftc run --replicates N`: replicate k of RUN_A against replicate k of RUN_B, "
+                        "and the mean difference with the spread between replicates in its interval")
     p.add_argument("--format", choices=("markdown", "json"), default="markdown")
 
     p = sub.add_parser("fmt", help="format .craft files canonically")

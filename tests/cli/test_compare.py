@@ -46,3 +46,33 @@ def test_a_missing_arm_or_no_common_turn_is_a_clear_error(tmp_path, capsys):
                                                              turns=[UserTurn(0, "q", passed=True)]).to_dict()) + "\n")
     assert main(["compare", str(run), str(other)]) == 1
     assert "scored no turn in common" in capsys.readouterr().err
+
+
+def test_replicates_are_paired_replicate_by_replicate_and_their_spread_widens_the_interval(tmp_path, capsys):
+    # Replicate k of each run (`craftc run --replicates 3`: the run dir, then replicates/r1, r2).
+    on, off = tmp_path / "on", tmp_path / "off"
+    wins = {0: [True, True, True, False], 1: [True, True, False, False], 2: [True, True, True, True]}
+    for k, passed in wins.items():
+        where = "" if k == 0 else f"replicates/r{k}"
+        _write_run(on / where, "craft", passed)
+        _write_run(off / where, "craft", [True, False, False, False])
+    assert main(["compare", str(on), str(off), "--replicates", "3", "--format", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    score = result["replicates"]
+    assert score == result["replicates_by_metric"]["agent_score"] and score["replicates"] == 3
+    [difference] = score["differences"]
+    assert (difference["a"], difference["b"]) == ("on:craft", "off:craft")
+    assert difference["per_replicate"] == [0.5, 0.25, 0.75] and difference["mean"] == 0.5
+    # The same mean from one replicate has a narrower interval: the replicates' spread counts.
+    assert main(["compare", str(on), str(off), "--format", "json"]) == 0
+    one = next(r for r in json.loads(capsys.readouterr().out)["all"] if r["metric"] == "agent_score")
+    assert one["value"] == 0.5 and one["ci"][1] - one["ci"][0] < difference["ci"][1] - difference["ci"][0]
+    assert main(["compare", str(on), str(off), "--replicates", "3"]) == 0
+    text = capsys.readouterr().out
+    assert "| on:craft - off:craft | +50.0 pp [" in text and "| +50.0, +25.0, +75.0 |" in text
+
+
+def test_a_missing_replicate_names_its_dir(tmp_path, capsys):
+    run = _write_run(tmp_path / "run", "craft", [True])
+    assert main(["compare", str(run), str(run), "--arm-b", "craft", "--replicates", "2"]) == 1
+    assert "replicates/r1/eval/episodes/craft.jsonl is missing" in capsys.readouterr().err
