@@ -42,7 +42,8 @@ def _episodes(run_dir: str, arm: str) -> list:
 
 def _names(args, arm_b: str) -> tuple[str, str]:
     """How the two sides are named in the tables: the run dir's name and the arm."""
-    names = (f"{Path(args.run_a).name}:{args.arm}", f"{Path(args.run_b).name}:{arm_b}")
+    # Resolved: `craftc compare . ../other` names the current dir, not "".
+    names = (f"{Path(args.run_a).resolve().name}:{args.arm}", f"{Path(args.run_b).resolve().name}:{arm_b}")
     if names[0] == names[1]:        # two runs whose dirs share a name: the whole paths tell them apart
         names = (f"{args.run_a}:{args.arm}", f"{args.run_b}:{arm_b}")
     return names

@@ -27,10 +27,13 @@ def test_two_runs_are_compared_over_the_turns_both_scored(tmp_path, capsys):
     assert list(result) == ["all", "new_values"]
 
 
-def test_another_arm_of_the_same_run(tmp_path, capsys):
+def test_another_arm_of_the_same_run(tmp_path, capsys, monkeypatch):
     run = _write_run(tmp_path / "run", "craft", [True, True])
     _write_run(run, "sft_only", [True, False])
     assert main(["compare", str(run), str(run), "--arm-b", "sft_only"]) == 0
+    assert "| run:craft - run:sft_only | agent score | +50.0 pp" in capsys.readouterr().out
+    monkeypatch.chdir(run)          # `craftc compare . .` names the run dir too
+    assert main(["compare", ".", ".", "--arm-b", "sft_only"]) == 0
     assert "| run:craft - run:sft_only | agent score | +50.0 pp" in capsys.readouterr().out
 
 
