@@ -11,9 +11,10 @@ In a Markdown file, the text between
     <!-- results:NAME:begin -->
     <!-- results:NAME:end -->
 
-is every table of ``docs/results/NAME.json`` (a digest of ``craftc compare`` rows holds only
-``differences``); ``results:NAME:PART`` (PART one of
-``metrics``, ``splits``, ``failures``, ``grpo``, ``timing``) is one of them. Commands::
+is every table of ``docs/results/NAME.json`` (a digest of ``craftc compare`` output holds only
+``differences``, or with ``--replicates`` only ``replicates``); ``results:NAME:PART`` (PART one of
+``metrics``, ``splits``, ``failures``, ``grpo``, ``differences``, ``replicates``, ``timing``) is one
+of them. Commands::
 
     python -m runtime.results_tables            # rewrite README.md and docs/**/*.md
     python -m runtime.results_tables --check    # exit 1 and name the files that differ
@@ -267,8 +268,8 @@ def render(d: dict, part: str | None = None) -> str:
         from runtime.report.training import wall_time_line
 
         return wall_time_line(d["wall_time"]) + "\n"
-    if "metrics" not in d:          # a comparison of runs (`craftc compare`): its differences alone
-        return differences_table(d)
+    if "metrics" not in d:          # a comparison of runs (`craftc compare`): its differences or its replicates
+        return differences_table(d) if "differences" in d else replicates_table(d)
     # A run without the stuffed arm (`eval { baseline none }`) has nothing to be measured against;
     # digests written before the report said so name `stuffed` anyway.
     baseline = d.get("baseline") if d.get("baseline") in d["arms"] else None
