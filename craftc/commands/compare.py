@@ -94,6 +94,6 @@ def _compare_replicates(args, arm_b: str) -> int:
         out = {"replicates": by_metric["agent_score"], "replicates_by_metric": by_metric}
         sys.stdout.write(json.dumps(out, indent=2, sort_keys=True) + "\n")
         return 0
-    for metric, result in by_metric.items():
+    for result in by_metric.values():
         sys.stdout.write(f"\n{markdown_replicates(result)}")
     return 0
