@@ -20,8 +20,8 @@ from pathlib import Path
 
 from runtime.layout import EVAL_ARM_MODELS, MANIFEST
 
-__all__ = ["CLOSING_SHARE", "arm_training", "markdown_training", "step_wall_times", "undertrained_baseline",
-           "wall_time_line"]
+__all__ = ["CLOSING_SHARE", "arm_training", "flat_groups_sentence", "markdown_training", "step_wall_times",
+           "undertrained_baseline", "wall_time_line"]
 
 # The closing loss and token accuracy are means over this last share of the logged steps:
 # one step's loss (one conversation) moves by a factor of several from step to step.
@@ -208,3 +208,19 @@ def undertrained_baseline(training: dict | None, table: dict, baseline: str = "s
             f"against {most}'s {others[most]:,} (`eval {{ baseline_budget tokens }}`: the same tokens, in longer "
             "examples): it may not have learned the block format, so the other arms' lead over it says little "
             "about the schema in its prompt; `eval { baseline_budget steps }` trains it for as many steps")
+
+
+def flat_groups_sentence(dynamic: dict) -> str:
+    """What GRPO did with its flat groups: those whose rollouts all scored one R_outcome.
+
+    >>> flat_groups_sentence({"rounds": 0, "groups": 48, "dropped": 0, "flat_after": 30})
+    'Of 48 groups rolled out, 30 scored one R_outcome in every rollout and gave no gradient; none was replaced (`dynamic_sampling 0`).'
+    >>> flat_groups_sentence({"rounds": 2, "groups": 48, "dropped": 53, "flat_after": 15})
+    'Of 48 groups rolled out, 53 scored one R_outcome in every rollout and were replaced (15 still flat after 2 rounds; `dynamic_sampling`).'
+    """
+    d = dynamic
+    if d["rounds"] == 0:
+        return (f"Of {d['groups']} groups rolled out, {d['flat_after']} scored one R_outcome in every rollout "
+                "and gave no gradient; none was replaced (`dynamic_sampling 0`).")
+    return (f"Of {d['groups']} groups rolled out, {d['dropped']} scored one R_outcome in every rollout and were "
+            f"replaced ({d['flat_after']} still flat after {d['rounds']} rounds; `dynamic_sampling`).")

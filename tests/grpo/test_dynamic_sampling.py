@@ -27,6 +27,16 @@ def _play_keys(played):
     return play_keys
 
 
+def test_zero_rounds_count_the_flat_groups_and_play_nothing():
+    dynamic = DynamicSampling(rounds=0, group=2, keys=["a", "b", "c"], seed=0)
+    played = []
+    keys = ["a", "a", "b", "b"]
+    results = [(1.0, None, None), (1.0, None, None), (0.0, None, None), (1.0, None, None)]
+    assert dynamic.refill(list(keys), list(results), lambda key, episode: episode, _play_keys(played)) == (keys, results)
+    assert played == []
+    assert dynamic.per_step == [{"groups": 2, "dropped": 0, "replaced": 0, "flat_after": 1}]
+
+
 def test_a_flat_group_is_replaced_by_a_group_of_another_row_and_counted():
     dynamic = DynamicSampling(rounds=2, group=2, keys=["a", "b", "c"], seed=0)
     played = []

@@ -97,6 +97,17 @@ def test_every_instance_is_a_row_and_the_summary_counts_them_per_workflow(traine
     assert summary["rollouts_per_workflow"] == {"top_budget": 6}
 
 
+def test_without_dynamic_sampling_each_steps_flat_groups_are_counted_and_none_replaced(trained):
+    _, summary = trained
+    # An untrained model never runs code: each step's one group fails in every rollout, gives
+    # no gradient, and is counted; with 0 rounds nothing is rolled out in its place (6 rollouts
+    # in all, above).
+    dynamic = summary["dynamic_sampling"]
+    assert dynamic["rounds"] == 0
+    assert dynamic["per_step"] == [{"groups": 1, "dropped": 0, "replaced": 0, "flat_after": 1}] * 3
+    assert (dynamic["groups"], dynamic["flat_after"]) == (3, 3)
+
+
 def test_training_resumes_from_the_last_checkpoint(trained):
     job, _ = trained
     job.trl = {**job.trl, "max_steps": 4}

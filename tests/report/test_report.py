@@ -392,3 +392,19 @@ def test_a_grpo_step_that_measured_nothing_says_so():
     md = render_markdown({**build_report(EVAL), "grpo": grpo})
     assert "## GRPO (2 steps, nothing measured: `measure 0`)" in md and "| before, greedy |" not in md
     assert grpo_line({"grpo": grpo}) == "GRPO trained 2 steps and measured no rows before or after (`measure 0`).\n"
+
+
+def test_flat_groups_left_in_place_are_said_counted_not_replaced():
+    # `dynamic_sampling 0`: each step's flat groups are counted, none is dropped or replaced.
+    from runtime.report.step import build_report, render_markdown
+    from runtime.results_tables import grpo_line
+
+    grpo = {"steps": 12, "measured_rows": 0, "before": None, "after": None, "before_sampled": None,
+            "after_sampled": None, "change": None, "curve": [], "rows_drawn": "fresh", "rows": 60,
+            "dynamic_sampling": {"rounds": 0, "groups": 48, "dropped": 0, "replaced": 0, "flat_after": 30}}
+    md = render_markdown({**build_report(EVAL), "grpo": grpo})
+    assert ("Of 48 groups rolled out, 30 scored one R_outcome in every rollout and gave no gradient; "
+            "none was replaced (`dynamic_sampling 0`).") in md
+    assert "were replaced" not in md
+    line = grpo_line({"grpo": grpo})
+    assert "30 of 48 groups trained had rollouts that all scored alike" in line and "were replaced" not in line

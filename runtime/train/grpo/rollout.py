@@ -97,7 +97,8 @@ class DynamicSampling:
     of another row, taken from a seeded cycle over the rows not in the step, is rolled out
     in its place. ``per_step`` keeps, for each rollout call, the groups it had, how many
     were dropped and how many were still flat when the rounds ran out; the trainer logs the
-    same figures (``dynamic_sampling/...``).
+    same figures (``dynamic_sampling/...``). With 0 rounds nothing is replaced and each
+    step's flat groups are only counted.
     """
 
     def __init__(self, rounds: int, group: int, keys: list[str], seed: int):

@@ -170,9 +170,10 @@ def train_grpo(job: GRPOJob) -> dict:
             before, before_sampled, scores["before"], scores["before_sampled"] = measured_before(
                 out / BEFORE_FILE, before_key(job, probe), measure_before, save=is_main_process())
         sampled: dict[str, int] = {}
-        dynamic = None
-        if job.stage["dynamic_sampling"]:
-            dynamic = DynamicSampling(job.stage["dynamic_sampling"], group, sorted(plays), job.seed)
+        # A flat group (every rollout passes, or every one fails) has zero advantage and gives no
+        # gradient. Each step's flat groups are counted whether or not they are replaced:
+        # `dynamic_sampling 0` runs no round, so it counts them and replaces none.
+        dynamic = DynamicSampling(job.stage["dynamic_sampling"], group, sorted(plays), job.seed)
         trainer = GRPOTrainer(
             model=model, processing_class=tokenizer, args=args,
             reward_funcs=make_reward_funcs(spec, plays, terms, sampled, llm_judge), train_dataset=Dataset.from_list(rows),
@@ -224,10 +225,10 @@ def train_grpo(job: GRPOJob) -> dict:
         "outcome_judged_by": outcome_sources(plays),
         "adapter": "lora" if peft is not None else None, **counts,
     }
-    if dynamic is not None:       # groups dropped for zero R_outcome variance, per rollout call
-        summary["dynamic_sampling"] = {"rounds": dynamic.rounds, "per_step": dynamic.per_step,
-                                       **{name: sum(r[name] for r in dynamic.per_step)
-                                          for name in ("groups", "dropped", "replaced", "flat_after")}}
+    # Groups flat in R_outcome per rollout call, and those dropped and replaced (none with 0 rounds).
+    summary["dynamic_sampling"] = {"rounds": dynamic.rounds, "per_step": dynamic.per_step,
+                                   **{name: sum(r[name] for r in dynamic.per_step)
+                                      for name in ("groups", "dropped", "replaced", "flat_after")}}
     if llm_judge is not None:     # R_judge's llm judge: how often it was asked, and how many it answered anew
         summary["llm_judge"] = {"every": llm_judge.every, "asked_anew": llm_judge.asked}
     if trainer.is_world_process_zero():
