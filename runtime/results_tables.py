@@ -31,7 +31,7 @@ import re
 import sys
 from pathlib import Path
 
-from runtime.report.comparison import METRIC_LABELS, markdown_replicates
+from runtime.report.comparison import markdown_differences, markdown_replicates
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "docs" / "results"
@@ -130,23 +130,9 @@ def _pp(value: float) -> str:
 
 
 def differences_table(d: dict) -> str:
-    """Each paired difference (arm minus arm over the same turns), clustered by conversation.
-
-    >>> print(differences_table({"differences": [{"a": "craft", "b": "stuffed", "metric": "agent_score",
-    ...     "value": 0.1, "ci": [0.02, 0.18], "p_value": 0.01, "n": 40, "clusters": 20, "mde": 0.11}]}), end="")
-    | Comparison | Difference [95% CI] | p | Turns (conversations) | Detectable at 80% power |
-    | --- | --- | --- | --- | --- |
-    | craft - stuffed, agent score | +10.0 pp [+2.0, +18.0] | 0.010 | 40 (20) | 11.0 pp |
-    """
-    lines = ["| Comparison | Difference [95% CI] | p | Turns (conversations) | Detectable at 80% power |",
-             "| --- | --- | --- | --- | --- |"]
-    for row in d["differences"]:
-        p = "n/a" if row.get("p_value") is None else f"{row['p_value']:.3f}"
-        mde = "n/a (never differ)" if row.get("mde") is None else f"{100 * row['mde']:.1f} pp"
-        lines.append(f"| {row['a']} - {row['b']}, {METRIC_LABELS.get(row['metric'], row['metric'])} | "
-                     f"{_pp(row['value'])} pp [{_pp(row['ci'][0])}, {_pp(row['ci'][1])}] | {p} | "
-                     f"{row['n']} ({row['clusters']}) | {mde} |")
-    return "\n".join(lines) + "\n"
+    """Each paired difference (arm minus arm over the same turns), clustered by conversation:
+    report.md's table (``runtime.report.comparison.markdown_differences``)."""
+    return markdown_differences(d["differences"])
 
 
 def replicates_table(d: dict) -> str:

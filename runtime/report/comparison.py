@@ -143,20 +143,23 @@ METRIC_LABELS = {"agent_score": "agent score", "execution_success": "execution s
 
 
 def markdown_differences(rows: list[dict]) -> str:
-    """The paired-differences table of one split.
+    """The paired-differences table: each arm minus arm over the same turns, clustered by conversation.
+
+    The one rendering of it: report.md and `craftc compare` write it from the rows they
+    compute, the docs (``runtime.results_tables``) from a digest, which keeps the same keys.
 
     >>> print(markdown_differences([{"a": "craft", "b": "stuffed", "metric": "agent_score", "value": 0.1,
     ...     "ci": [0.02, 0.18], "p_value": 0.01, "n": 40, "clusters": 20, "mde": 0.11}]), end="")
-    | comparison | metric | difference [95% CI] | p | turns (conversations) | detectable at 80% power |
-    | --- | --- | --- | --- | --- | --- |
-    | craft - stuffed | agent score | +10.0 pp [+2.0, +18.0] | 0.010 | 40 (20) | 11.0 pp |
+    | Comparison | Difference [95% CI] | p | Turns (conversations) | Detectable at 80% power |
+    | --- | --- | --- | --- | --- |
+    | craft - stuffed, agent score | +10.0 pp [+2.0, +18.0] | 0.010 | 40 (20) | 11.0 pp |
     """
-    lines = ["| comparison | metric | difference [95% CI] | p | turns (conversations) | detectable at 80% power |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = ["| Comparison | Difference [95% CI] | p | Turns (conversations) | Detectable at 80% power |",
+             "| --- | --- | --- | --- | --- |"]
     for row in rows:
         p = "n/a" if row.get("p_value") is None else f"{row['p_value']:.3f}"
         mde = "n/a (never differ)" if row.get("mde") is None else f"{100 * row['mde']:.1f} pp"
-        lines.append(f"| {row['a']} - {row['b']} | {METRIC_LABELS.get(row['metric'], row['metric'])} | "
+        lines.append(f"| {row['a']} - {row['b']}, {METRIC_LABELS.get(row['metric'], row['metric'])} | "
                      f"{difference_text(row)} | {p} | {row['n']} ({row['clusters']}) | {mde} |")
     return "\n".join(lines) + "\n"
 

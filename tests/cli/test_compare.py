@@ -31,10 +31,10 @@ def test_another_arm_of_the_same_run(tmp_path, capsys, monkeypatch):
     run = _write_run(tmp_path / "run", "craft", [True, True])
     _write_run(run, "sft_only", [True, False])
     assert main(["compare", str(run), str(run), "--arm-b", "sft_only"]) == 0
-    assert "| run:craft - run:sft_only | agent score | +50.0 pp" in capsys.readouterr().out
+    assert "| run:craft - run:sft_only, agent score | +50.0 pp" in capsys.readouterr().out
     monkeypatch.chdir(run)          # `craftc compare . .` names the run dir too
     assert main(["compare", ".", ".", "--arm-b", "sft_only"]) == 0
-    assert "| run:craft - run:sft_only | agent score | +50.0 pp" in capsys.readouterr().out
+    assert "| run:craft - run:sft_only, agent score | +50.0 pp" in capsys.readouterr().out
 
 
 def test_a_missing_arm_or_no_common_turn_is_a_clear_error(tmp_path, capsys):
