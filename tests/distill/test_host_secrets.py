@@ -29,7 +29,7 @@ def _compile_with_secret_env(tmp_path: Path):
     from craftc.ir import Plan
 
     text = (FIXTURES / "mini_ads.craft").read_text().replace('"../../../', f'"{REPO}/')
-    line = "gate execution { reject error, syntax, timeout  timeout 2s }"
+    line = "gate execution { reject error, syntax, timeout  timeout 1s  jobs_per_process 16 }"
     assert line in text
     recipe = tmp_path / "mini_ads_secrets.craft"
     recipe.write_text(text.replace(line, line[:-1] + " secret_env CRAFT_TEST_DB_DSN }"))
