@@ -31,6 +31,7 @@ from rich.console import Console
 
 from craftc.atomic import remove_leftovers, replace_dir, write_atomic
 from craftc.ir import Plan
+from runtime.cpu_share import BUSY_SHARE, MIN_WALL_S, CpuShare
 from runtime.layout import MANIFEST
 from runtime.plan import PlanError, load_plan, plan_content_hash
 from runtime.step_context import StepContext, StepError, StepResult
@@ -392,8 +393,13 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
     ctx = StepContext(plan=plan, plan_dir=plan_dir, run_dir=run_dir, out_dir=tmp_dir,
                       console=console, seed=seed, launch=launch, replicate=replicate, replicates=replicates)
     started = time.perf_counter()
+    cpu = CpuShare()
     result = _load_step_function(step)(ctx)
     wall_s = round(time.perf_counter() - started, 3)
+    other_cpu_share = cpu.stop()
+    if other_cpu_share >= BUSY_SHARE and wall_s >= MIN_WALL_S:
+        console.print(f"[yellow]![/] {step}: other processes took {other_cpu_share:.0%} of the machine's CPU while "
+                      "it ran, so its wall time is not its cost alone (`other_cpu_share` in its manifest)")
     if step in TRACKED_STEPS and not (step in ADOPTERS and not launch):
         log_step_metrics(plan.recipe.track, tmp_dir, plan.recipe.name, f"{plan.recipe.name}-{step}", result.metrics)
 
@@ -404,7 +410,7 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
         "step": step, "status": "prepared" if prepared else "complete", "inputs_hash": inputs_hash, "plan_hash": plan.content_hash,
         "recipe": plan.recipe.name, "profile": plan.recipe.profile, "seed": seed,
         "metrics": result.metrics, "outputs": files, "outputs_hash": outputs_hash,
-        "versions": _versions(), "wall_s": wall_s,
+        "versions": _versions(), "wall_s": wall_s, "other_cpu_share": other_cpu_share,
         # plan.json is every step's input; the rest are the artifacts this step read.
         "plan_files": ["plan.json", *sorted(ctx.plan_files_read)],
     }

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from runtime.cpu_share import busy_steps_note
 from runtime.layout import EVAL_ARM_MODELS, MANIFEST
 
 __all__ = ["CLOSING_SHARE", "arm_training", "flat_groups_sentence", "markdown_training", "step_wall_times",
@@ -32,6 +33,12 @@ def _wall_s(step_dir: Path) -> float | None:
     from runtime.runner import read_manifest
 
     return (read_manifest(step_dir) or {}).get("wall_s")
+
+
+def _other_cpu_share(step_dir: Path) -> float | None:
+    from runtime.runner import read_manifest
+
+    return (read_manifest(step_dir) or {}).get("other_cpu_share")
 
 
 def step_wall_times(run_dir: str | Path, replicates: int = 1) -> dict | None:
@@ -57,6 +64,11 @@ def step_wall_times(run_dir: str | Path, replicates: int = 1) -> dict | None:
     if not steps:
         return None
     out = {"steps": steps, "total_s": round(sum(steps.values()), 3)}
+    # What other processes took of the CPU while each step ran (runtime.cpu_share); runs
+    # from before it was measured have none.
+    shares = {step: share for step in steps if (share := _other_cpu_share(run_dir / step)) is not None}
+    if shares:
+        out["other_cpu_share"] = shares
     extra = [wall for r in range(1, replicates) for step in REPLICATED_STEPS
              if (wall := _wall_s(replicate_dir(run_dir, r) / step)) is not None]
     if extra:
@@ -80,6 +92,12 @@ def wall_time_line(timing: dict) -> str:
     >>> wall_time_line({"steps": {"world": 1.1, "distill": 78.7, "gate": 57.8, "dataset": 4.9, "sft": 1052.5,
     ...                 "grpo": 321.2, "eval": 361.7}, "total_s": 1877.9})
     'The steps took 31 min 18 s: the data steps (world, distill, gate, dataset) 2 min 22 s, sft 17 min 32 s, grpo 5 min 21 s, eval 6 min 2 s.'
+
+    A step that shared the machine says so (``other_cpu_share``, :mod:`runtime.cpu_share`):
+
+    >>> wall_time_line({"steps": {"sft": 1052.5, "eval": 361.7}, "total_s": 1414.2,
+    ...                 "other_cpu_share": {"sft": 0.004, "eval": 0.41}})
+    'The steps took 23 min 34 s: sft 17 min 32 s, eval 6 min 2 s; eval ran beside other work (other processes took 41% of the CPU), so its time is not its cost alone.'
     """
     from runtime.runner import REPLICATED_STEPS, STEPS
 
@@ -91,6 +109,9 @@ def wall_time_line(timing: dict) -> str:
     text = f"The steps took {_minutes(timing['total_s'])}: {', '.join(parts)}"
     if timing.get("replicates_s"):
         text += f"; the extra replicates' training {_minutes(timing['replicates_s'])} more"
+    busy = busy_steps_note(timing.get("other_cpu_share") or {}, steps)
+    if busy:
+        text += f"; {busy}"
     return text + "."
 
 

@@ -298,3 +298,47 @@ def test_an_interrupted_training_step_with_other_inputs_starts_over(tmp_path, re
     # Another seed: the checkpoint was trained on other data and is thrown away.
     assert run(write_plan(tmp_path / "plan2", seed=1), run_dir, until="sft") == 130
     assert SFT_RUNS == ["from scratch", "from scratch"]
+
+
+OTHER_WORK: list = []
+
+
+def _world_beside_other_work(ctx):
+    # Other work on the machine: a process this step starts and leaves running. A child's CPU
+    # time is the step's own only once it has ended and been waited for, which this one is not.
+    import subprocess
+    import sys
+    import time
+
+    burn = "import time\nend = time.time() + 1.5\nwhile time.time() < end:\n    pass\n"
+    OTHER_WORK.append(subprocess.Popen([sys.executable, "-c", burn]))
+    time.sleep(1.5)
+    return _world(ctx)
+
+
+def test_each_manifest_says_what_other_processes_took_of_the_cpu(tmp_path):
+    run(write_plan(tmp_path / "plan"), tmp_path / "run", only="world")
+    share = json.loads((tmp_path / "run/world/manifest.json").read_text())["other_cpu_share"]
+    assert 0.0 <= share <= 1.0
+
+
+def test_a_step_run_beside_other_work_says_its_time_is_not_its_cost(tmp_path, monkeypatch):
+    import os
+
+    cores = os.cpu_count() or 1
+    monkeypatch.setitem(runner.STEP_FUNCTIONS, "world", f"{__name__}:_world_beside_other_work")
+    monkeypatch.setattr(runner, "MIN_WALL_S", 0.0)              # the real floor is 10 s
+    monkeypatch.setattr(runner, "BUSY_SHARE", 0.4 / cores)     # one busy core on a machine of any size
+    console = Console(file=open(tmp_path / "out.txt", "w"), width=200)
+    try:
+        assert runner.run_plan(write_plan(tmp_path / "plan"), tmp_path / "run", only="world", console=console) == 0
+    finally:
+        for process in OTHER_WORK:
+            process.wait()
+        OTHER_WORK.clear()
+        console.file.close()
+    # The other process kept about one core busy for the whole step.
+    share = json.loads((tmp_path / "run/world/manifest.json").read_text())["other_cpu_share"]
+    assert share >= 0.5 / cores
+    text = (tmp_path / "out.txt").read_text()
+    assert "world: other processes took" in text and "not its cost alone" in text
