@@ -34,9 +34,9 @@ _ROOT = Path(__file__).parent
 # The units that take minutes, by path prefix, started first and in this order: started
 # last, one would end the run alone on one worker while the others wait. Modules that
 # share a session fixture taking minutes to build are one unit (kept on one worker, so
-# the fixture is built once). Under `make test` on 2 cores (about 20 minutes in all) the smoke
-# run's unit took 16 minutes, tests/distill 8, references hidden 2
-# (docs/experiments/2026-12-07-test-suite-time.md).
+# the fixture is built once). Under `make test` on 2 cores (about 20 minutes in all on the
+# slower of two machines measured, 13 on the faster) the smoke run's unit took 16 minutes,
+# tests/distill 8, references hidden 2 (docs/experiments/2026-12-07-test-suite-time.md).
 FIRST_UNITS = (
     ("tests/e2e/test_smoke_pipeline.py", "smoke run (e2e_support.smoke_run)"),
     ("tests/e2e/test_plan_is_the_program.py", "smoke run (e2e_support.smoke_run)"),
