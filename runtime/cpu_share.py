@@ -16,7 +16,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["BUSY_SHARE", "CpuShare", "busy_steps_note", "other_share"]
+__all__ = ["BUSY_SHARE", "CpuShare", "busy_steps_note", "other_share", "under_load"]
 
 # Above this share of the machine's CPU time going to other processes, a step's wall time
 # is said to be measured under load. Background daemons on a quiet machine take under 2%.
@@ -69,6 +69,21 @@ class CpuShare:
         return other_share(_busy_cpu_s() - self._busy, _own_cpu_s() - self._own, wall_s, self.cores)
 
 
+def under_load(share: float, wall_s: float) -> bool:
+    """Whether a step's wall time was measured beside other work (the console and the report
+    both ask this one question).
+
+    >>> under_load(0.48, 600.0), under_load(0.02, 600.0), under_load(0.9, 1.0)
+    (True, False, False)
+    """
+    return share >= BUSY_SHARE and wall_s >= MIN_WALL_S
+
+
+def _listed(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def busy_steps_note(shares: dict[str, float], walls: dict[str, float]) -> str | None:
     """The steps measured under load, as a clause for the timing line; None if none was.
 
@@ -78,11 +93,9 @@ def busy_steps_note(shares: dict[str, float], walls: dict[str, float]) -> str | 
     >>> busy_steps_note({"sft": 0.02}, {"sft": 600.0}) is None
     True
     """
-    busy = [s for s, share in shares.items() if share >= BUSY_SHARE and walls.get(s, 0.0) >= MIN_WALL_S]
+    busy = [s for s, share in shares.items() if under_load(share, walls.get(s, 0.0))]
     if not busy:
         return None
-    names = busy[0] if len(busy) == 1 else ", ".join(busy[:-1]) + " and " + busy[-1]
-    percents = [f"{shares[s]:.0%}" for s in busy]
-    took = percents[0] if len(percents) == 1 else ", ".join(percents[:-1]) + " and " + percents[-1]
+    took = _listed([f"{shares[s]:.0%}" for s in busy])
     own = "their times are not their cost alone" if len(busy) > 1 else "its time is not its cost alone"
-    return f"{names} ran beside other work (other processes took {took} of the CPU), so {own}"
+    return f"{_listed(busy)} ran beside other work (other processes took {took} of the CPU), so {own}"

@@ -31,7 +31,7 @@ from rich.console import Console
 
 from craftc.atomic import remove_leftovers, replace_dir, write_atomic
 from craftc.ir import Plan
-from runtime.cpu_share import BUSY_SHARE, MIN_WALL_S, CpuShare
+from runtime.cpu_share import CpuShare, under_load
 from runtime.layout import MANIFEST
 from runtime.plan import PlanError, load_plan, plan_content_hash
 from runtime.step_context import StepContext, StepError, StepResult
@@ -397,7 +397,7 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
     result = _load_step_function(step)(ctx)
     wall_s = round(time.perf_counter() - started, 3)
     other_cpu_share = cpu.stop()
-    if other_cpu_share >= BUSY_SHARE and wall_s >= MIN_WALL_S:
+    if under_load(other_cpu_share, wall_s):
         console.print(f"[yellow]![/] {step}: other processes took {other_cpu_share:.0%} of the machine's CPU while "
                       "it ran, so its wall time is not its cost alone (`other_cpu_share` in its manifest)")
     if step in TRACKED_STEPS and not (step in ADOPTERS and not launch):

@@ -29,16 +29,11 @@ __all__ = ["CLOSING_SHARE", "arm_training", "flat_groups_sentence", "markdown_tr
 CLOSING_SHARE = 0.1
 
 
-def _wall_s(step_dir: Path) -> float | None:
+def _timed(step_dir: Path) -> dict:
+    """The step's finished manifest, or {} (its ``wall_s`` and ``other_cpu_share`` are read)."""
     from runtime.runner import read_manifest
 
-    return (read_manifest(step_dir) or {}).get("wall_s")
-
-
-def _other_cpu_share(step_dir: Path) -> float | None:
-    from runtime.runner import read_manifest
-
-    return (read_manifest(step_dir) or {}).get("other_cpu_share")
+    return read_manifest(step_dir) or {}
 
 
 def step_wall_times(run_dir: str | Path, replicates: int = 1) -> dict | None:
@@ -60,17 +55,18 @@ def step_wall_times(run_dir: str | Path, replicates: int = 1) -> dict | None:
 
     run_dir = Path(run_dir)
     # The report itself is still running when it reads them.
-    steps = {step: wall for step in STEPS if step != "report" and (wall := _wall_s(run_dir / step)) is not None}
+    manifests = {step: _timed(run_dir / step) for step in STEPS if step != "report"}
+    steps = {step: m["wall_s"] for step, m in manifests.items() if m.get("wall_s") is not None}
     if not steps:
         return None
     out = {"steps": steps, "total_s": round(sum(steps.values()), 3)}
     # What other processes took of the CPU while each step ran (runtime.cpu_share); runs
     # from before it was measured have none.
-    shares = {step: share for step in steps if (share := _other_cpu_share(run_dir / step)) is not None}
+    shares = {step: m["other_cpu_share"] for step, m in manifests.items() if m.get("other_cpu_share") is not None}
     if shares:
         out["other_cpu_share"] = shares
     extra = [wall for r in range(1, replicates) for step in REPLICATED_STEPS
-             if (wall := _wall_s(replicate_dir(run_dir, r) / step)) is not None]
+             if (wall := _timed(replicate_dir(run_dir, r) / step).get("wall_s")) is not None]
     if extra:
         out["replicates_s"] = round(sum(extra), 3)
     return out

@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from craftc.ir import Entity, EntityField, EntityKey, FieldType, Plan, Recipe, Schema
-from runtime import runner
+from runtime import cpu_share, runner
 from runtime.plan import plan_content_hash
 from runtime.step_context import StepResult
 
@@ -327,8 +327,8 @@ def test_a_step_run_beside_other_work_says_its_time_is_not_its_cost(tmp_path, mo
 
     cores = os.cpu_count() or 1
     monkeypatch.setitem(runner.STEP_FUNCTIONS, "world", f"{__name__}:_world_beside_other_work")
-    monkeypatch.setattr(runner, "MIN_WALL_S", 0.0)              # the real floor is 10 s
-    monkeypatch.setattr(runner, "BUSY_SHARE", 0.4 / cores)     # one busy core on a machine of any size
+    monkeypatch.setattr(cpu_share, "MIN_WALL_S", 0.0)              # the real floor is 10 s
+    monkeypatch.setattr(cpu_share, "BUSY_SHARE", 0.4 / cores)     # one busy core on a machine of any size
     console = Console(file=open(tmp_path / "out.txt", "w"), width=200)
     try:
         assert runner.run_plan(write_plan(tmp_path / "plan"), tmp_path / "run", only="world", console=console) == 0
