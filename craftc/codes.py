@@ -624,12 +624,13 @@ CODES: dict[str, CodeInfo] = {
                "mode, and a reviewer of the plan would believe vLLM ran.",
                "stage grpo { rollout transformers, server }",
                "stage grpo { rollout vllm, server }"),
-    "E524": _c("half precision on CPU",
-               "A stage sets `mixed_precision bf16` or `fp16` and trains on CPU (`gpus 0`).",
-               "craft trains CPU stages in float32 (their accelerate.yaml and TRL config say `no`); the "
-               "setting would do nothing, and a reviewer of the plan would believe half precision ran.",
-               "stage sft { gpus 0  mixed_precision bf16 }",
-               "stage sft { gpus 8  mixed_precision bf16 }"),
+    "E524": _c("fp16 on CPU",
+               "A stage sets `mixed_precision fp16` and trains on CPU (`gpus 0`).",
+               "CPU stages train in float32 or, with `mixed_precision bf16`, under bf16 autocast; "
+               "transformers' Trainer has no fp16 on CPU, and a reviewer of the plan would believe "
+               "half precision ran.",
+               "stage sft { gpus 0  mixed_precision fp16 }",
+               "stage sft { gpus 0  mixed_precision bf16 }"),
     "E525": _c("weight or threshold without a weighted vote",
                "A judge sets `weight`, or the judge gate sets `threshold`, and the gate's vote is `unanimous` "
                "or `majority`.",

@@ -627,7 +627,9 @@ class StageBase(Node):
     nodes: int = Field(1, ge=1, le=4096, description="machines")
     processes: int = Field(1, ge=1, le=256, description="training processes per node on CPU "
                            "(`gpus 0`); above 1 needs `parallel ddp`", json_schema_extra=_surface(engine="trl"))
-    mixed_precision: Literal["no", "bf16", "fp16"] = Field("no", description="mixed precision")
+    mixed_precision: Literal["no", "bf16", "fp16"] = Field(
+        "no", description="half-precision compute: `bf16` on GPUs or a CPU (on a CPU fast only with AMX or "
+        "AVX512-BF16), `fp16` on GPUs only; `no`: float32")
     # Keeping every layer's activations for the backward pass is most of a long example's
     # training memory: two of the pretrained profile's stuffed examples (~6,500 tokens of
     # SmolLM2) peaked at 17.2 GB on CPU, 7.1 GB recomputing them (docs/training.md, "Memory").
@@ -884,6 +886,14 @@ class EvalSpec(Node):
         8, ge=1, le=1024, exclude_if=_omitted_at(8),
         description="conversations each arm decodes in one batch with transformers (a speed setting; "
         "vLLM schedules its own)")
+    # The dtype the arms' weights decode in with transformers. Decoding reads every weight each
+    # step; on a CPU that computes bf16 natively (AMX, AVX512-BF16) bf16 weights decode SmolLM2
+    # about twice as fast (benchmarks/cpu_bf16.py), elsewhere slower. Greedy outputs move by
+    # bf16's rounding, so it is a setting of the measurement, and every arm decodes with it.
+    precision: Literal["float32", "bf16"] = Field(
+        "float32", exclude_if=_omitted_at("float32"),
+        description="the dtype every arm's weights decode in with transformers: `float32`, or `bf16` "
+        "(about twice as fast on a CPU with AMX or AVX512-BF16, slower on one without)")
     # `tokens` trains the stuffed baseline on the same accepted trajectories for the same
     # number of training tokens (each stuffed example is several times longer, so it sees
     # fewer epochs); `steps` gives it the same examples, epochs and optimiser steps.

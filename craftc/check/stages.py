@@ -98,13 +98,15 @@ def _check_processes(s: Stage, block: Block | None, sink) -> None:
 
 
 def _check_precision(s: Stage, block: Block | None, sink) -> None:
-    # A CPU stage's accelerate.yaml and TRL config compute in float32 (craftc.emit.stages):
-    # half precision asked for there would be dropped without a word.
-    if s.gpus == 0 and s.mixed_precision != "no":
-        sink.error("E524", f"stage `{s.name}`: `mixed_precision {s.mixed_precision}` needs GPUs, and `gpus` "
-                   "is 0: CPU stages train in float32",
+    # A CPU stage computes under bf16 autocast when asked (a CPU with AMX or AVX512-BF16 runs
+    # it about twice as fast as float32); Trainer has no fp16 on CPU, so that setting would be
+    # dropped without a word.
+    if s.gpus == 0 and s.mixed_precision == "fp16":
+        sink.error("E524", f"stage `{s.name}`: `mixed_precision fp16` needs GPUs, and `gpus` "
+                   "is 0: CPU stages train in float32 or under bf16 autocast",
                    setting_span(block, "mixed_precision") or (block.name_span if block else None),
-                   "remove `mixed_precision` to train on CPU, or set `gpus` to the GPUs per node")
+                   "write `mixed_precision bf16` to train on CPU in half precision, or set `gpus` to the "
+                   "GPUs per node")
 
 
 def _check_arms(s: Stage, block: Block | None, sink) -> None:

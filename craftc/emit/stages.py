@@ -97,8 +97,9 @@ def trl_config(recipe: Recipe, stage: Stage) -> dict:
         "gradient_accumulation_steps": max(1, stage.batch // per_step),
         "seed": recipe.seed,
         "data_seed": recipe.seed,
-        "bf16": stage.mixed_precision == "bf16" and not on_cpu,
-        "fp16": stage.mixed_precision == "fp16" and not on_cpu,
+        # On CPU too: bf16 autocast over float32 weights (fp16 on CPU is E524).
+        "bf16": stage.mixed_precision == "bf16",
+        "fp16": stage.mixed_precision == "fp16",
         "use_cpu": on_cpu,
         # `activation_checkpointing` is transformers 5's name for gradient checkpointing.
         "activation_checkpointing": checkpointing(stage),
@@ -149,8 +150,8 @@ def accelerate_yaml(recipe: Recipe, stage: Stage) -> str:
         distributed_type_yaml=repr(_DISTRIBUTED_TYPE[mode]) if mode in ("cpu", "single_gpu") else _DISTRIBUTED_TYPE[mode],
         decoder_layer_class=layer, moe_block_class=block,
         nodes=stage.nodes, num_processes=world_size(stage),
-        # CPU processes compute in float32 whatever the recipe asks for.
-        mixed_precision="no" if on_cpu else stage.mixed_precision,
+        # A CPU process computes in float32 or under bf16 autocast (fp16 there is E524).
+        mixed_precision=stage.mixed_precision,
         use_cpu=on_cpu,
     )
 

@@ -106,13 +106,15 @@ def _counting(generate, on_calls, chunk: int | None, before_batch=None):
 
 
 def eval_generator(model_dir: str | Path, tokenizer, max_new_tokens: int, batch_size: int,
-                   copy_bias: float = 0.0) -> HFGenerator:
-    """An arm's model loaded in float32 and its greedy ``HFGenerator`` (benchmarks/pretrained_decoding.py
-    times this against earlier code)."""
+                   copy_bias: float = 0.0, precision: str = "float32") -> HFGenerator:
+    """An arm's model loaded in ``precision`` (the plan's ``eval { precision }``: ``float32`` or
+    ``bf16``) and its greedy ``HFGenerator`` (benchmarks/pretrained_decoding.py times this
+    against earlier code, benchmarks/cpu_bf16.py the two precisions)."""
     import torch
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    dtype = {"float32": torch.float32, "bf16": torch.bfloat16}[precision]
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype)
     # Frozen weights: the shared system prompt's cache is kept across calls. No log-probs:
     # eval scores the text (``HFGenerator(logprobs=...)``).
     return HFGenerator(model, tokenizer, max_new_tokens=max_new_tokens, batch_size=batch_size, frozen=True,
@@ -124,12 +126,13 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
                  terms=None, max_new_tokens: int = 256, batch_size: int = 8, engine: str = "transformers",
                  catalog: ReferenceCatalog | None = None, progress: ArmProgress | None = None,
                  earlier_turns: str = "full", copy_bias: float = 0.0,
-                 excluded: dict[tuple[str, int], str] | None = None, before_batch=None) -> list:
+                 excluded: dict[tuple[str, int], str] | None = None, before_batch=None,
+                 precision: str = "float32") -> list:
     """Greedy episodes of one arm on ``tasks``, scored and their failures classified.
 
     ``engine`` is the plan's rollout engine; ``earlier_turns`` what later questions see of
     earlier turns (the plan's input builder); ``copy_bias`` the plan's ``eval { copy_bias }``
-    (``runtime.agent.copy_bias``); ``catalog`` holds every workflow's reference
+    (``runtime.agent.copy_bias``); ``precision`` its ``eval { precision }``; ``catalog`` holds every workflow's reference
     texts (default: those of ``tasks``); ``progress`` is told of each model call batch and
     each finished episode; ``before_batch()`` runs before each batch of calls. Each episode is
     scored as soon as it ends, while its result frames are in memory; a turn in ``excluded``
@@ -143,7 +146,7 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
 
         generate, chunk = VLLMGenerator(model_dir, tokenizer, max_new_tokens=max_new_tokens, copy_bias=copy_bias), None
     else:
-        generate = eval_generator(model_dir, tokenizer, max_new_tokens, batch_size, copy_bias)
+        generate = eval_generator(model_dir, tokenizer, max_new_tokens, batch_size, copy_bias, precision)
         chunk = batch_size
     if progress is not None or before_batch is not None:
         generate = _counting(generate, progress.calls if progress is not None else (lambda n: None), chunk,
@@ -269,6 +272,7 @@ class EvalInputs:
     catalog: ReferenceCatalog
     copy_bias: float
     batch: int
+    precision: str = "float32"      # eval { precision }: the dtype the arms' weights decode in
 
     @property
     def max_turns(self) -> int:
@@ -327,7 +331,7 @@ def eval_inputs(ctx, announce: bool = True) -> EvalInputs:
         fmt=BlockFormat(**builder["format"]), wording=TurnWording.from_file(ctx.artifact(builder["turn_template"])),
         earlier_turns=earlier_turns, terms=SchemaTerms.from_schema(recipe.schema_),
         max_new_tokens=stage.max_new_tokens, engine=stage.rollout, catalog=reference_catalog(ctx, held_out),
-        copy_bias=recipe.eval.copy_bias, batch=recipe.eval.batch)
+        copy_bias=recipe.eval.copy_bias, batch=recipe.eval.batch, precision=recipe.eval.precision)
 
 
 def eval_sandbox(ctx, tasks: list[AgentTask]):
@@ -348,7 +352,7 @@ def run_arm(inputs: EvalInputs, arm: str, model_dir: Path, sandbox, references: 
                         inputs.max_turns, inputs.wording, inputs.terms, inputs.max_new_tokens, engine=inputs.engine,
                         catalog=inputs.catalog, progress=progress, earlier_turns=inputs.earlier_turns,
                         copy_bias=inputs.copy_bias, batch_size=batch_size or inputs.batch, excluded=excluded,
-                        before_batch=before_batch)
+                        before_batch=before_batch, precision=inputs.precision)
 
 
 def arm_model(ctx, arm: str) -> Path:
@@ -413,6 +417,10 @@ def run_eval(ctx):
             preflight({"parallel": "none", "gpus": 0, "rollout": "vllm"})
         except PreflightError as exc:
             raise StepError(f"eval generates with `rollout vllm` as the plan says, and cannot here: {exc}") from None
+    if recipe.eval.precision == "bf16" and inputs.engine == "transformers":
+        from runtime.train.precision import warn_software_bf16
+
+        warn_software_bf16(ctx.console, "eval")
     if recipe.eval.copy_bias:
         ctx.console.print(f"eval: every arm decodes with `copy_bias {recipe.eval.copy_bias:g}` (the asked words' "
                           "logits raised; docs/evaluation.md, \"Copy bias\")")

@@ -25,6 +25,23 @@ def test_sft_kwargs_build_a_real_sft_config(tmp_path, recipe):
     assert config.num_train_epochs == 1.0 and config.learning_rate == 3e-4
 
 
+def test_a_cpu_stage_asking_for_bf16_trains_under_bf16_autocast_in_the_real_trainer(tmp_path, recipe):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, Trainer
+    from trl import SFTConfig
+
+    config = SFTConfig(output_dir=str(tmp_path), **{**trl_config(recipe, stage_with(mixed_precision="bf16")),
+                                                     "report_to": []})
+    assert config.use_cpu is True and config.bf16 is True and config.fp16 is False
+    model = LlamaForCausalLM(LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                         num_attention_heads=2, num_key_value_heads=2, vocab_size=100))
+    seen = []
+    model.model.layers[0].self_attn.q_proj.register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
+    # The model as the Trainer's loop prepares it: matrix products in bf16, weights in float32.
+    Trainer(model=model, args=config).accelerator.prepare_model(model)(input_ids=torch.tensor([[1, 2, 3]]))
+    assert seen == [torch.bfloat16] and next(model.parameters()).dtype == torch.float32
+
+
 def test_grpo_kwargs_build_a_real_grpo_config(tmp_path, recipe):
     from trl import GRPOConfig
 
@@ -81,6 +98,8 @@ def test_the_vllm_mode_reaches_trl_and_the_plan_only_with_a_vllm_rollout(recipe)
 #  distributed type, processes, use_cpu, mixed precision)
 SETUPS = {
     "cpu": (dict(), ("NO", 1, True, "no")),
+    # bf16 autocast on a CPU with hardware bf16 (AMX): accelerate reads it as asked.
+    "cpu_bf16": (dict(mixed_precision="bf16"), ("NO", 1, True, "bf16")),
     "single_gpu": (dict(gpus=1, mixed_precision="bf16"), ("NO", 1, False, "bf16")),
     "multi_cpu": (dict(parallel="ddp", gpus=0, processes=2), ("MULTI_GPU", 2, True, "no")),
     "ddp": (dict(parallel="ddp", gpus=4, mixed_precision="bf16"), ("MULTI_GPU", 4, False, "bf16")),
@@ -93,7 +112,7 @@ SETUPS = {
 def test_each_mode_s_accelerate_yaml_loads_with_accelerate_as_intended(tmp_path, recipe, mode):
     settings, (distributed, processes, use_cpu, precision) = SETUPS[mode]
     stage = stage_with(**settings)
-    assert accelerate_mode(stage) == mode
+    assert accelerate_mode(stage) == mode.removesuffix("_bf16")
     path = tmp_path / "accelerate.yaml"
     path.write_text(accelerate_yaml(recipe, stage))
     loaded = ClusterConfig.from_yaml_file(str(path))          # accelerate's own loader: unknown keys raise

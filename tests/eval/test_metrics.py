@@ -167,6 +167,25 @@ def test_evaluate_arm_decodes_with_the_plans_copy_bias(sandbox, tiny_model, tmp_
     assert first.text.strip() and set(first.text) <= set("Top 2 campaigns by budget")
 
 
+def test_eval_decodes_in_the_plans_precision(sandbox, tiny_model, tmp_path, monkeypatch):
+    # `eval { precision bf16 }`: the arm's weights are loaded in bf16 and its episodes decode.
+    import torch
+
+    from runtime.eval import step
+
+    model, tok = tiny_model
+    model.save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    assert step.eval_generator(tmp_path / "m", tok, 4, 2).model.dtype == torch.float32
+    made = []
+    real = step.eval_generator
+    monkeypatch.setattr(step, "eval_generator", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
+    tasks = [AgentTask.from_dict(task_dict(2, "t2"))]
+    [episode] = evaluate_arm("sft_only", tmp_path / "m", tasks, reference_frames(tasks, sandbox), "sys", sandbox,
+                             max_turns=1, terms=TERMS, max_new_tokens=4, precision="bf16")
+    assert made[0].model.dtype == torch.bfloat16 and episode.calls
+
+
 def test_evaluate_arm_decodes_the_plans_batch_of_conversations_per_call(sandbox, tiny_model, tmp_path):
     # `eval { batch N }`: the first questions of three instances go to the model two at a time.
     model, tok = tiny_model

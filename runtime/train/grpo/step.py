@@ -25,6 +25,7 @@ def run_grpo(ctx):
     from runtime.step_context import StepError, StepResult
     from runtime.train.launch import PreflightError, launch_stage, preflight
     from runtime.train.stages import grpo_stage
+    from runtime.train.precision import warn_software_bf16
 
     stage = grpo_stage(ctx.plan.recipe)
     if stage.engine == "verl":
@@ -43,6 +44,8 @@ def run_grpo(ctx):
                 *([f"stages/{stage.name}/peft_config.json"] if stage.lora is not None else [])):
         ctx.artifact(rel)
     write_train_instances(ctx)
+    if stage.gpus == 0 and stage.mixed_precision == "bf16" and ctx.launch:
+        warn_software_bf16(ctx.console, f"stage {stage.name}")
     if stage.copy_bias:
         ctx.console.print(f"grpo: rollouts and the measured rows decode with `copy_bias {stage.copy_bias:g}` (the "
                           "asked words' logits raised, as eval decodes)")
