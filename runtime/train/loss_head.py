@@ -16,10 +16,16 @@ span. The loss, the per-token log-probabilities (with their gradient), the entro
 top-1 metrics and the MoE load-balancing loss are those TRL's head returns, in its own
 output class, so `SFTTrainer.compute_loss` and its logged metrics are unchanged.
 Measured in `benchmarks/sft_loss_head.py`.
+
+The head runs under the trainer's autocast (`mixed_precision bf16`). accelerate wraps a
+model's `forward` in autocast only the first time a model is prepared, so a second trainer
+on the same model (the conversations after `schema_docs` or the THINK warm-up) would
+otherwise run this head, installed after that wrapping, in float32.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import types
 
@@ -36,7 +42,7 @@ _LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "output_multiplie
                      "logits_scaling")
 
 
-def score_trained_positions(model, temperature: float = 1.0) -> bool:
+def score_trained_positions(model, temperature: float = 1.0, autocast=contextlib.nullcontext) -> bool:
     """Give `model` (patched by a TRL trainer) a head that projects only trained positions on CPU.
 
     Args:
@@ -44,6 +50,8 @@ def score_trained_positions(model, temperature: float = 1.0) -> bool:
             model when it is a PEFT model.
         temperature: What the logits are divided by: the trainer's (`GRPOTrainer` scores
             completions at its sampling temperature; SFT at 1).
+        autocast: A context manager factory the head runs under: the trainer's
+            `accelerator.autocast` (bf16 autocast under `mixed_precision bf16`).
 
     Returns:
         True if the head was replaced; False for a model whose config scales or caps its
@@ -59,8 +67,12 @@ def score_trained_positions(model, temperature: float = 1.0) -> bool:
 
     # The model class's signature, as TRL keeps it: `generate` checks its kwargs against it.
     @functools.wraps(type(model).forward)
-    def forward(self, *args, fused_lm_head=False, labels=None, shift_labels=None, num_items_in_batch=None,
-                **kwargs):
+    def forward(self, *args, **kwargs):
+        with autocast():
+            return _forward(self, *args, **kwargs)
+
+    def _forward(self, *args, fused_lm_head=False, labels=None, shift_labels=None, num_items_in_batch=None,
+                 **kwargs):
         head = self.get_output_embeddings()
         untouched = (not fused_lm_head or shift_labels is not None or labels is None
                      or head.weight.device.type != "cpu" or head.weight.dtype != torch.float32
@@ -74,7 +86,8 @@ def score_trained_positions(model, temperature: float = 1.0) -> bool:
         backbone = self.base_model(*args, **kwargs)
         targets = labels[:, 1:]
         mask = targets != -100
-        logits = head(backbone.last_hidden_state[:, :-1][mask]) / temperature
+        # float32 from here on, as TRL's head computes the log-softmax (bf16 under autocast).
+        logits = head(backbone.last_hidden_state[:, :-1][mask]).float() / temperature
         log_softmax = logits.log_softmax(dim=-1)
         picked = log_softmax.gather(-1, targets[mask].unsqueeze(-1)).squeeze(-1)
         entropy = -(log_softmax.exp() * log_softmax).sum(dim=-1)   # with its gradient, as TRL's (an entropy bonus)
@@ -110,4 +123,4 @@ def score_trained_positions_in(trainer, temperature: float = 1.0) -> bool:
     from peft import PeftModel
 
     model = trainer.model.get_base_model() if isinstance(trainer.model, PeftModel) else trainer.model
-    return score_trained_positions(model, temperature)
+    return score_trained_positions(model, temperature, trainer.accelerator.autocast)

@@ -119,3 +119,31 @@ def test_a_model_that_scales_its_logits_keeps_trls_head(tiny_model_dir, attribut
     setattr(model.config, attribute, 30.0)
     assert score_trained_positions(model) is False
     assert model.forward == trl_forward
+
+
+def test_a_second_trainer_on_the_same_model_still_trains_under_bf16_autocast(tiny_model_dir, tmp_path):
+    # SFT after `schema_docs` (or the THINK warm-up) builds a second trainer on the model the
+    # first trained. accelerate wraps `forward` in autocast only when it first prepares a
+    # model, so without the trainer's autocast in the head the second phase ran in float32.
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    from runtime.train.loss_head import score_trained_positions_in
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, local_files_only=True)
+    input_ids, labels = _batch(model.config.vocab_size)
+    data = Dataset.from_dict({"input_ids": input_ids.tolist(), "labels": labels.tolist()})
+    seen = []
+    model.model.layers[0].self_attn.q_proj.register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
+    for phase in ("first", "second"):
+        args = SFTConfig(output_dir=str(tmp_path / phase), bf16=True, use_cpu=True, max_steps=1,
+                         per_device_train_batch_size=2, report_to=[], save_strategy="no", disable_tqdm=True)
+        trainer = SFTTrainer(model=model, args=args, processing_class=tokenizer, train_dataset=data)
+        assert score_trained_positions_in(trainer) is True
+        seen.clear()
+        trainer.train()
+        assert seen and set(seen) == {torch.bfloat16}, phase
+    assert next(model.parameters()).dtype == torch.float32      # master weights stay float32
