@@ -888,12 +888,13 @@ class EvalSpec(Node):
         "vLLM schedules its own)")
     # The dtype the arms' weights decode in with transformers. Decoding reads every weight each
     # step; on a CPU that computes bf16 natively (AMX, AVX512-BF16) bf16 weights decode SmolLM2
-    # about twice as fast (benchmarks/cpu_bf16.py), elsewhere slower. Greedy outputs move by
-    # bf16's rounding, so it is a setting of the measurement, and every arm decodes with it.
+    # faster (benchmarks/cpu_bf16.py; docs/evaluation.md, "Decoding precision"), elsewhere
+    # slower. Greedy outputs move by bf16's rounding, so it is a setting of the measurement,
+    # and every arm decodes with it.
     precision: Literal["float32", "bf16"] = Field(
         "float32", exclude_if=_omitted_at("float32"),
         description="the dtype every arm's weights decode in with transformers: `float32`, or `bf16` "
-        "(about twice as fast on a CPU with AMX or AVX512-BF16, slower on one without)")
+        "(faster on a CPU with AMX or AVX512-BF16, slower on one without)")
     # `tokens` trains the stuffed baseline on the same accepted trajectories for the same
     # number of training tokens (each stuffed example is several times longer, so it sees
     # fewer epochs); `steps` gives it the same examples, epochs and optimiser steps.

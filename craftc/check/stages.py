@@ -98,9 +98,9 @@ def _check_processes(s: Stage, block: Block | None, sink) -> None:
 
 
 def _check_precision(s: Stage, block: Block | None, sink) -> None:
-    # A CPU stage computes under bf16 autocast when asked (a CPU with AMX or AVX512-BF16 runs
-    # it about twice as fast as float32); Trainer has no fp16 on CPU, so that setting would be
-    # dropped without a word.
+    # A CPU stage computes under bf16 autocast when asked (faster than float32 on a CPU with
+    # AMX or AVX512-BF16); Trainer has no fp16 on CPU, so that setting would be dropped
+    # without a word.
     if s.gpus == 0 and s.mixed_precision == "fp16":
         sink.error("E524", f"stage `{s.name}`: `mixed_precision fp16` needs GPUs, and `gpus` "
                    "is 0: CPU stages train in float32 or under bf16 autocast",

@@ -132,11 +132,11 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
 
     ``engine`` is the plan's rollout engine; ``earlier_turns`` what later questions see of
     earlier turns (the plan's input builder); ``copy_bias`` the plan's ``eval { copy_bias }``
-    (``runtime.agent.copy_bias``); ``precision`` its ``eval { precision }``; ``catalog`` holds every workflow's reference
-    texts (default: those of ``tasks``); ``progress`` is told of each model call batch and
-    each finished episode; ``before_batch()`` runs before each batch of calls. Each episode is
-    scored as soon as it ends, while its result frames are in memory; a turn in ``excluded``
-    keeps its reason and is not scored.
+    (``runtime.agent.copy_bias``); ``precision`` its ``eval { precision }``; ``catalog``
+    holds every workflow's reference texts (default: those of ``tasks``); ``progress`` is
+    told of each model call batch and each finished episode; ``before_batch()`` runs before
+    each batch of calls. Each episode is scored as soon as it ends, while its result frames
+    are in memory; a turn in ``excluded`` keeps its reason and is not scored.
     """
     from transformers import AutoTokenizer
 

@@ -24,8 +24,8 @@ def run_grpo(ctx):
     """The ``grpo`` step: GRPO from the SFT checkpoint into ``RUN_DIR/grpo``, through ``launch.sh``."""
     from runtime.step_context import StepError, StepResult
     from runtime.train.launch import PreflightError, launch_stage, preflight
-    from runtime.train.stages import grpo_stage
     from runtime.train.precision import warn_software_bf16
+    from runtime.train.stages import grpo_stage
 
     stage = grpo_stage(ctx.plan.recipe)
     if stage.engine == "verl":
