@@ -458,6 +458,8 @@ def run_eval(ctx):
         report["earlier_turns"] = inputs.earlier_turns
     if recipe.eval.copy_bias:           # how every arm decoded
         report["copy_bias"] = recipe.eval.copy_bias
+    if recipe.eval.precision != "float32":
+        report["precision"] = recipe.eval.precision
     outputs = []
     if recipe.eval.general:
         report["general"] = general_skills(ctx, {arm: arm_model(ctx, arm) for arm in recipe.eval.arms})

@@ -116,6 +116,8 @@ def build_report(eval_json: dict, run_dir: Path | None = None, replicates: int =
         report["earlier_turns"] = eval_json["earlier_turns"]
     if eval_json.get("copy_bias"):      # eval { copy_bias B }: how every arm decoded
         report["copy_bias"] = eval_json["copy_bias"]
+    if eval_json.get("precision"):      # eval { precision bf16 }: the dtype every arm decoded in
+        report["precision"] = eval_json["precision"]
     if eval_json.get("per_workflow"):   # agent score per workflow and held-out split
         report["per_workflow"] = build_workflow_table(eval_json["per_workflow"])
     if eval_json.get("failures"):       # failure classes per arm, one example each
@@ -206,12 +208,16 @@ def render_markdown(report: dict) -> str:
     if report.get("limit"):
         limit = report["limit"]
         asked += f" (`eval {{ limit {limit['per_split']} }}` kept them of {limit['held_out']}, spread over each kind)"
-    parts = ["# craft results\n\n", f"{asked}. Baseline: `stuffed` "
-             "(full schema DDL in every prompt). Rates with 95% intervals clustered by conversation (clustered "
-             "standard errors); each delta against the baseline is the paired difference over the turns both arms "
-             "were scored on, with its own clustered interval; costs with 95% intervals and ratios to the baseline, "
-             "each ratio with a paired bootstrap interval over the instances both arms ran "
-             "(where the baseline's cost is 0, the paired difference instead).\n"]
+    if report.get("baseline"):
+        method = ("Baseline: `stuffed` (full schema DDL in every prompt). Rates with 95% intervals clustered by "
+                  "conversation (clustered standard errors); each delta against the baseline is the paired difference "
+                  "over the turns both arms were scored on, with its own clustered interval; costs with 95% intervals "
+                  "and ratios to the baseline, each ratio with a paired bootstrap interval over the instances both arms "
+                  "ran (where the baseline's cost is 0, the paired difference instead).")
+    else:
+        method = ("No baseline arm was evaluated (`eval { baseline none }` or `arms`). Rates with 95% intervals "
+                  "clustered by conversation (clustered standard errors); costs with 95% intervals.")
+    parts = ["# craft results\n\n", f"{asked}. {method}\n"]
     if report.get("earlier_turns", "full") != "full":
         rule = report["earlier_turns"]
         parts.append(f"\nIn every arm a follow-up question saw each earlier turn shortened to {what_is_kept(rule)} "
@@ -219,6 +225,9 @@ def render_markdown(report: dict) -> str:
     if report.get("copy_bias"):
         parts.append(f"\nEvery arm decoded greedily with `eval {{ copy_bias {report['copy_bias']:g} }}`: the logit of each "
                      "token that writes a word of the questions asked so far raised by that much (docs/evaluation.md).\n")
+    if report.get("precision"):
+        parts.append(f"\nEvery arm decoded with {report['precision']} weights (`eval {{ precision {report['precision']} }}`; "
+                     "docs/evaluation.md, \"Decoding precision\").\n")
     parts += [f"\n**Read with care:** {warning}.\n" for warning in report.get("read_with_care", [])]
     parts += [f"\n{line}\n" for line in coverage_lines(report)]
     if report.get("replicates"):

@@ -295,6 +295,24 @@ def test_the_report_says_how_every_arm_decoded_with_a_copy_bias():
     assert "copy_bias" not in build_report(EVAL) and "copy_bias" not in render_markdown(build_report(EVAL))
 
 
+def test_the_report_says_how_every_arm_decoded_in_bf16():
+    from runtime.report.step import build_report, render_markdown
+
+    half = build_report({**EVAL, "precision": "bf16"})
+    assert half["precision"] == "bf16"
+    assert "Every arm decoded with bf16 weights (`eval { precision bf16 }`" in render_markdown(half)
+    assert "precision" not in build_report(EVAL) and "bf16" not in render_markdown(build_report(EVAL))
+
+
+def test_a_report_without_the_stuffed_arm_names_no_baseline():
+    from runtime.report.step import build_report, render_markdown
+
+    alone = {"arms": ["craft"], "instances": 10, "results": {"craft": EVAL["results"]["craft"]}}
+    header = render_markdown(build_report(alone)).splitlines()[2]
+    assert "No baseline arm was evaluated" in header and "stuffed" not in header
+    assert "Baseline: `stuffed`" in render_markdown(build_report(EVAL)).splitlines()[2]
+
+
 def _sft_step(run, budget, stuffed_steps):
     """An sft step dir as the step leaves it: its manifest's per-arm summaries and each arm's loss log."""
     def summary(steps, tokens):
