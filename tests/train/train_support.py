@@ -123,9 +123,9 @@ def craft_head_calls():
             return forward(*args, **kwargs)
         return call
 
-    def recording_patch(model, temperature=1.0):
+    def recording_patch(model, *args, **kwargs):
         model.forward = recorded(model.forward, "trl")      # the head the patch keeps behind its own
-        replaced = patch(model, temperature)
+        replaced = patch(model, *args, **kwargs)
         if replaced:
             # craft's forward records "craft"; the TRL head behind it records "trl" only on a fallback
             craft_forward = model.forward
