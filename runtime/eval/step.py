@@ -272,7 +272,7 @@ class EvalInputs:
     catalog: ReferenceCatalog
     copy_bias: float
     batch: int
-    precision: str = "float32"      # eval { precision }: the dtype the arms' weights decode in
+    precision: str                  # eval { precision }: the dtype the arms' weights decode in
 
     @property
     def max_turns(self) -> int:

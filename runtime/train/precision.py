@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 
 __all__ = ["cpu_bf16_flags", "load_for_training", "master_dtype", "quantized_load_kwargs", "software_bf16_warning",
-           "warn_software_bf16"]
+           "warn_software_bf16", "warn_stage_software_bf16"]
 
 # The CPU flags (Linux's /proc/cpuinfo) of bf16 computed in hardware: AMX tiles, AVX-512 BF16.
 HARDWARE_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
@@ -110,3 +110,9 @@ def warn_software_bf16(console, what: str) -> None:
     warning = software_bf16_warning(what)
     if warning:
         console.print(f"[yellow]![/] {warning}")
+
+
+def warn_stage_software_bf16(ctx, stage) -> None:
+    """:func:`warn_software_bf16` for a CPU stage with ``mixed_precision bf16`` that trains here."""
+    if stage.gpus == 0 and stage.mixed_precision == "bf16" and ctx.launch:
+        warn_software_bf16(ctx.console, f"stage {stage.name}")

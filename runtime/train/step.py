@@ -24,7 +24,7 @@ from runtime.layout import CORPUS, DATASET_DIR, FINAL, MANIFEST, SFT_ARMS, SFT_B
 from runtime.step_context import StepContext, StepError, StepResult
 from runtime.tracking import run_name
 from runtime.train.curriculum import CurriculumError, no_warm_up_reason, read_curriculum, warm_up_parts
-from runtime.train.precision import warn_software_bf16
+from runtime.train.precision import warn_stage_software_bf16
 from runtime.train.schema_docs import SchemaDocsError, read_schema_docs
 from runtime.train.stages import sft_stage
 
@@ -228,8 +228,7 @@ def run_sft_step(ctx: StepContext) -> StepResult:
 
     stage = sft_stage(ctx.plan.recipe)
     arms = trained_arms(ctx.plan.recipe)
-    if stage.gpus == 0 and stage.mixed_precision == "bf16" and ctx.launch:
-        warn_software_bf16(ctx.console, f"stage {stage.name}")
+    warn_stage_software_bf16(ctx, stage)
     data_dir = ctx.input(DATASET_DIR)
     model_dir = base_model_dir(ctx, stage, ctx.input(CORPUS))
     trl_kwargs = json.loads(ctx.artifact(f"stages/{stage.name}/trl_config.json").read_text(encoding="utf-8"))

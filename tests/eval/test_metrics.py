@@ -177,9 +177,13 @@ def test_eval_decodes_in_the_plans_precision(sandbox, tiny_model, tmp_path, monk
     model.save_pretrained(tmp_path / "m")
     tok.save_pretrained(tmp_path / "m")
     assert step.eval_generator(tmp_path / "m", tok, 4, 2).model.dtype == torch.float32
-    made = []
-    real = step.eval_generator
-    monkeypatch.setattr(step, "eval_generator", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
+    made, real = [], step.eval_generator
+
+    def recorded(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(step, "eval_generator", recorded)
     tasks = [AgentTask.from_dict(task_dict(2, "t2"))]
     [episode] = evaluate_arm("sft_only", tmp_path / "m", tasks, reference_frames(tasks, sandbox), "sys", sandbox,
                              max_turns=1, terms=TERMS, max_new_tokens=4, precision="bf16")

@@ -106,3 +106,24 @@ def test_launch_sh_reads_the_fitted_config_where_the_runtime_wrote_one(tmp_path)
     recipe = load_recipe(root / "recipes/ads_analytics.craft", profile="gpu").recipe
     script = launch_script(recipe, next(s for s in recipe.stages if s.kind == "sft"))
     assert '--config_file "${CRAFT_ACCELERATE_CONFIG:-$PLAN_DIR/stages/sft/accelerate.yaml}"' in script
+
+
+def test_a_cpu_stage_asking_bf16_of_a_cpu_without_it_is_warned_on_the_console(monkeypatch):
+    import io
+    import types
+
+    from rich.console import Console
+
+    from runtime.train import precision
+
+    def warned(flags, **stage):
+        monkeypatch.setattr(precision, "cpu_bf16_flags", lambda cpuinfo=None: flags)
+        out = io.StringIO()
+        ctx = types.SimpleNamespace(console=Console(file=out, width=400), launch=True)
+        precision.warn_stage_software_bf16(ctx, types.SimpleNamespace(name="sft", **stage))
+        return out.getvalue()
+
+    assert "stage sft: bf16 on a CPU without hardware bf16" in warned([], gpus=0, mixed_precision="bf16")
+    assert warned(["amx_bf16"], gpus=0, mixed_precision="bf16") == ""
+    assert warned([], gpus=0, mixed_precision="no") == ""
+    assert warned([], gpus=8, mixed_precision="bf16") == ""

@@ -24,7 +24,7 @@ def run_grpo(ctx):
     """The ``grpo`` step: GRPO from the SFT checkpoint into ``RUN_DIR/grpo``, through ``launch.sh``."""
     from runtime.step_context import StepError, StepResult
     from runtime.train.launch import PreflightError, launch_stage, preflight
-    from runtime.train.precision import warn_software_bf16
+    from runtime.train.precision import warn_stage_software_bf16
     from runtime.train.stages import grpo_stage
 
     stage = grpo_stage(ctx.plan.recipe)
@@ -44,8 +44,7 @@ def run_grpo(ctx):
                 *([f"stages/{stage.name}/peft_config.json"] if stage.lora is not None else [])):
         ctx.artifact(rel)
     write_train_instances(ctx)
-    if stage.gpus == 0 and stage.mixed_precision == "bf16" and ctx.launch:
-        warn_software_bf16(ctx.console, f"stage {stage.name}")
+    warn_stage_software_bf16(ctx, stage)
     if stage.copy_bias:
         ctx.console.print(f"grpo: rollouts and the measured rows decode with `copy_bias {stage.copy_bias:g}` (the "
                           "asked words' logits raised, as eval decodes)")
