@@ -51,6 +51,10 @@ def test_the_run_dir_holds_the_funnel_masking_proof_and_report(smoke_run):
     assert set(report["arms"]) == {"craft", "sft_only", "stuffed"}
     assert (run_dir / "report/report.md").read_text().count("|") > 10
     assert list((run_dir / "report").glob("*.png"))
+    # eval.json names the decoding settings the plan moved from the IR's defaults, only those:
+    # the recipe decodes with `copy_bias 2` in float32.
+    decoded = json.loads((run_dir / "eval/eval.json").read_text())
+    assert decoded["copy_bias"] == 2 and "precision" not in decoded
 
 
 def test_the_stripped_prompt_costs_a_fraction_of_the_stuffed_one(smoke_run):
