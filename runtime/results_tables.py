@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 
 from runtime.report.comparison import markdown_differences, markdown_replicates
+from runtime.report.training import flat_groups_clause
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "docs" / "results"
@@ -231,12 +232,7 @@ def grpo_line(d: dict) -> str:
     if g.get("dynamic_sampling"):
         d = g["dynamic_sampling"]
         rows_drawn = "fresh rows" if g.get("rows_drawn") == "fresh" else "SFT's rows"
-        if d.get("rounds") == 0:     # counted, none replaced
-            text += (f"; on {rows_drawn}, {d['flat_after']} of {d['groups']} groups trained had rollouts that all "
-                     "scored alike and gave no gradient (none replaced: `dynamic_sampling 0`)")
-        else:
-            text += (f"; on {rows_drawn}, {d['dropped']} rolled-out groups whose rollouts all scored alike were "
-                     f"replaced ({d['groups']} groups trained, {d.get('flat_after', 0)} of them still flat)")
+        text += f"; on {rows_drawn}, {flat_groups_clause(d)}"
     return text + ".\n"
 
 

@@ -17,7 +17,7 @@ from runtime.layout import FUNNEL_JSON, GRPO_SUMMARY
 from runtime.report.table import COST_METRICS, build_table, markdown_table
 from runtime.report.comparison import (difference_text, markdown_differences, markdown_replicates, paired_differences,
                                        replicate_results)
-from runtime.report.training import (arm_training, flat_groups_sentence, markdown_training, step_wall_times,
+from runtime.report.training import (arm_training, flat_groups_clause, markdown_training, step_wall_times,
                                      undertrained_baseline, wall_time_line)
 
 __all__ = ["build_report", "cost_ratios", "markdown_repairs", "missing_ratios", "nothing_passed", "read_episodes",
@@ -272,7 +272,7 @@ def render_markdown(report: dict) -> str:
         if g.get("rows_drawn") == "fresh":
             parts.append(f"GRPO played {g.get('rows')} fresh rows: values no split holds (`rows fresh`).")
             if g.get("dynamic_sampling"):
-                parts.append(" " + flat_groups_sentence(g["dynamic_sampling"]))
+                parts.append(f" Of them, {flat_groups_clause(g['dynamic_sampling'])}.")
             parts.append("\n\n")
         labels = [("before", "before, greedy"), ("after", "after, greedy")] if measured else []
         if labels:

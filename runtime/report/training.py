@@ -21,7 +21,7 @@ from pathlib import Path
 from runtime.cpu_share import busy_steps_note
 from runtime.layout import EVAL_ARM_MODELS, MANIFEST
 
-__all__ = ["CLOSING_SHARE", "arm_training", "flat_groups_sentence", "markdown_training", "step_wall_times",
+__all__ = ["CLOSING_SHARE", "arm_training", "flat_groups_clause", "markdown_training", "step_wall_times",
            "undertrained_baseline", "wall_time_line"]
 
 # The closing loss and token accuracy are means over this last share of the logged steps:
@@ -227,17 +227,20 @@ def undertrained_baseline(training: dict | None, table: dict, baseline: str = "s
             "about the schema in its prompt; `eval { baseline_budget steps }` trains it for as many steps")
 
 
-def flat_groups_sentence(dynamic: dict) -> str:
-    """What GRPO did with its flat groups: those whose rollouts all scored one R_outcome.
+def flat_groups_clause(dynamic: dict) -> str:
+    """What GRPO did with its flat groups (those whose rollouts all scored one R_outcome), as a
+    clause: report.md and the results digests (runtime.results_tables) both say it this way.
+    ``groups`` counts the groups trained; with ``dynamic_sampling`` more were rolled out.
 
-    >>> flat_groups_sentence({"rounds": 0, "groups": 48, "dropped": 0, "flat_after": 30})
-    'Of 48 groups rolled out, 30 scored one R_outcome in every rollout and gave no gradient; none was replaced (`dynamic_sampling 0`).'
-    >>> flat_groups_sentence({"rounds": 2, "groups": 48, "dropped": 53, "flat_after": 15})
-    'Of 48 groups rolled out, 53 scored one R_outcome in every rollout and were replaced (15 still flat after 2 rounds; `dynamic_sampling`).'
+    >>> flat_groups_clause({"rounds": 0, "groups": 48, "dropped": 0, "flat_after": 30})
+    '30 of 48 groups trained had rollouts that all scored one R_outcome and gave no gradient (none replaced: `dynamic_sampling 0`)'
+    >>> flat_groups_clause({"rounds": 2, "groups": 48, "dropped": 53, "flat_after": 15})
+    '53 rolled-out groups whose rollouts all scored one R_outcome were replaced (48 groups trained, 15 of them still flat after 2 rounds of `dynamic_sampling`)'
     """
     d = dynamic
     if d["rounds"] == 0:
-        return (f"Of {d['groups']} groups rolled out, {d['flat_after']} scored one R_outcome in every rollout "
-                "and gave no gradient; none was replaced (`dynamic_sampling 0`).")
-    return (f"Of {d['groups']} groups rolled out, {d['dropped']} scored one R_outcome in every rollout and were "
-            f"replaced ({d['flat_after']} still flat after {d['rounds']} rounds; `dynamic_sampling`).")
+        return (f"{d['flat_after']} of {d['groups']} groups trained had rollouts that all scored one R_outcome "
+                "and gave no gradient (none replaced: `dynamic_sampling 0`)")
+    return (f"{d['dropped']} rolled-out groups whose rollouts all scored one R_outcome were replaced "
+            f"({d['groups']} groups trained, {d['flat_after']} of them still flat after {d['rounds']} rounds "
+            "of `dynamic_sampling`)")

@@ -421,8 +421,9 @@ def test_flat_groups_left_in_place_are_said_counted_not_replaced():
             "after_sampled": None, "change": None, "curve": [], "rows_drawn": "fresh", "rows": 60,
             "dynamic_sampling": {"rounds": 0, "groups": 48, "dropped": 0, "replaced": 0, "flat_after": 30}}
     md = render_markdown({**build_report(EVAL), "grpo": grpo})
-    assert ("Of 48 groups rolled out, 30 scored one R_outcome in every rollout and gave no gradient; "
-            "none was replaced (`dynamic_sampling 0`).") in md
+    assert ("Of them, 30 of 48 groups trained had rollouts that all scored one R_outcome and gave no gradient "
+            "(none replaced: `dynamic_sampling 0`).") in md
     assert "were replaced" not in md
     line = grpo_line({"grpo": grpo})
-    assert "30 of 48 groups trained had rollouts that all scored alike" in line and "were replaced" not in line
+    assert "on fresh rows, 30 of 48 groups trained had rollouts that all scored one R_outcome" in line
+    assert "were replaced" not in line
