@@ -31,6 +31,7 @@ import re
 import sys
 from pathlib import Path
 
+from runtime.report.breakdown import answered_instead
 from runtime.report.comparison import markdown_differences, markdown_replicates
 from runtime.report.training import flat_groups_clause
 
@@ -99,7 +100,8 @@ def digest(report: dict, source: str) -> dict:
     if report.get("wall_time"):         # each step's wall time (runtime.report.training.step_wall_times)
         out["wall_time"] = report["wall_time"]
     if report.get("failures"):
-        out["failures"] = {arm: {"counts": dict(f["counts"]), "failed_turns": f["failed_turns"]}
+        out["failures"] = {arm: {"counts": dict(f["counts"]), "failed_turns": f["failed_turns"],
+                                 **({"answered_instead": f["answered_instead"]} if f.get("answered_instead") else {})}
                            for arm, f in report["failures"].items()}
     if report.get("grpo"):
         g = report["grpo"]
@@ -206,7 +208,7 @@ def failures_table(d: dict) -> str:
     lines = ["| Failure class | " + " | ".join(arms) + " |", "|" + " --- |" * (len(arms) + 1)]
     lines += [f"| {c} | " + " | ".join(str(failures[a]["counts"].get(c, 0)) for a in arms) + " |" for c in classes]
     lines.append("| failed user turns | " + " | ".join(str(failures[a]["failed_turns"]) for a in arms) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + answered_instead(failures, arms)
 
 
 def grpo_line(d: dict) -> str:

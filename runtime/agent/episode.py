@@ -149,6 +149,8 @@ class UserTurn:
     consistency: float | None = None    # plan/code agreement of the final call, in [0, 1]; None: unscored,
                                         # or plan and code name no entity (eval)
     failure: str | None = None          # evaluation: why the turn failed (runtime/eval/failures.py)
+    answered_workflow: str | None = None  # evaluation, with `answered_another_workflow`: the workflow
+                                          # whose reference the code resembles; old records read None
     constraints_required: int | None = None  # follow-ups: how many earlier constraints the reference keeps
     excluded: str = ""                  # evaluation: why the turn is not scored ("" = scored), e.g.
                                         # "the reference returns no rows"; old records read as ""

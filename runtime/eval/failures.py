@@ -42,6 +42,7 @@ docs/evaluation.md for the same list):
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from runtime.agent import AgentTask, Episode, UserTurn
@@ -235,9 +236,12 @@ def classify_turn(turn: UserTurn, task: AgentTask, reference=None, catalog: Refe
 
 def classify_episode(episode: Episode, task: AgentTask, references: list, catalog: ReferenceCatalog | None = None
                      ) -> Episode:
-    """Set ``failure`` on every user turn of a scored episode (None on turns that passed)."""
+    """Set ``failure`` on every user turn of a scored episode (None on turns that passed), and
+    on a turn answered with another workflow's code, which workflow (``answered_workflow``)."""
     for turn in episode.turns:
         turn.failure = classify_turn(turn, task, references[turn.index], catalog)
+        if turn.failure == "answered_another_workflow":
+            turn.answered_workflow = catalog.closest_other(task.workflow, turn_text(turn)[1])[0]
     return episode
 
 
@@ -247,12 +251,15 @@ def _excerpt(text: str | None, limit: int) -> str:
 
 
 def failure_summary(episodes: list[Episode]) -> dict:
-    """Counts per class over the failed user turns, and the first example of each class.
+    """Counts per class over the failed user turns, the first example of each class, and
+    (``answered_instead``) how many turns of each asked workflow another one's code answered.
 
-    Reads only records (``UserTurn.failure``), so stored episodes give the same summary.
+    Reads only records (``UserTurn.failure``, ``answered_workflow``), so stored episodes give
+    the same summary.
     """
     counts = dict.fromkeys(FAILURE_CLASSES, 0)
     examples: dict[str, dict] = {}
+    instead: Counter = Counter()        # (asked workflow, answered workflow) -> turns
     failed = 0
     for episode in episodes:
         for turn in episode.turns:
@@ -260,10 +267,16 @@ def failure_summary(episodes: list[Episode]) -> dict:
                 continue
             failed += 1
             counts[turn.failure] = counts.get(turn.failure, 0) + 1
+            if turn.answered_workflow:
+                instead[(episode.workflow, turn.answered_workflow)] += 1
             if turn.failure not in examples:
                 plan, code = turn_text(turn)
                 examples[turn.failure] = {"instance_id": episode.instance_id, "workflow": episode.workflow,
                                           "split": episode.split, "turn": turn.index + 1,
                                           "question": _excerpt(turn.ask, 200), "plan": _excerpt(plan, 160),
                                           "code": _excerpt(code, 240)}
-    return {"failed_turns": failed, "counts": counts, "examples": {c: examples[c] for c in counts if c in examples}}
+    summary = {"failed_turns": failed, "counts": counts, "examples": {c: examples[c] for c in counts if c in examples}}
+    if instead:     # which workflows the answers went to: a model that recalls a few of them instead
+        summary["answered_instead"] = [{"asked": asked, "answered": answered, "turns": n}
+                                       for (asked, answered), n in sorted(instead.items(), key=lambda x: (-x[1], x[0]))]
+    return summary

@@ -6,9 +6,11 @@ nothing here re-scores an episode.
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
+
 from runtime.eval.failures import FAILURE_CLASSES
 
-__all__ = ["build_workflow_table", "markdown_workflow_table", "markdown_failures"]
+__all__ = ["answered_instead", "build_workflow_table", "markdown_workflow_table", "markdown_failures"]
 
 from runtime.eval.step import SPLIT_ORDER  # noqa: E402  (the held-out kinds, in report order)
 
@@ -61,7 +63,7 @@ def markdown_failures(failures: dict[str, dict]) -> str:
     for name in FAILURE_CLASSES:
         lines.append(f"| {name} | " + " | ".join(str(failures[a]["counts"].get(name, 0)) for a in arms) + " |")
     lines.append("| failed user turns | " + " | ".join(str(failures[a]["failed_turns"]) for a in arms) + " |")
-    out = "\n".join(lines) + "\n"
+    out = "\n".join(lines) + "\n" + answered_instead(failures, arms)
     for arm in arms:
         examples = failures[arm].get("examples", {})
         if not examples:
@@ -74,3 +76,35 @@ def markdown_failures(failures: dict[str, dict]) -> str:
             out += (f"- **{name}**: `{e['instance_id']}` ({e['workflow']}, {e['split']}) turn {e['turn']}: "
                     f"\"{e['question']}\"; plan: \"{e['plan']}\"; code: `{_inline(e['code']) or '(none)'}`\n")
     return out
+
+
+def answered_instead(failures: dict[str, dict], arms: list[str]) -> str:
+    """Per arm, the workflows whose code answered other workflows' questions, most first, and
+    whose questions they answered: a model that recalls a few workflows' code shows here.
+
+    >>> f = {"craft": {"answered_instead": [{"asked": "roas_by_geo", "answered": "spend_by_advertiser", "turns": 2},
+    ...                                     {"asked": "budget_pacing", "answered": "spend_by_advertiser", "turns": 1},
+    ...                                     {"asked": "keyword_quality", "answered": "wasted_spend", "turns": 1}]},
+    ...      "stuffed": {}}
+    >>> print(answered_instead(f, ["craft", "stuffed"]).strip())
+    Answered with another workflow's code, by the workflow the code resembles (the asked workflows in brackets):
+    <BLANKLINE>
+    - craft: spend_by_advertiser 3 (roas_by_geo 2, budget_pacing 1); wasted_spend 1 (keyword_quality 1)
+    """
+    lines = []
+    for arm in arms:
+        pairs = failures.get(arm, {}).get("answered_instead")
+        if not pairs:       # none, or an eval.json written before the pairs were kept
+            continue
+        total: Counter = Counter()
+        asked: dict[str, Counter] = defaultdict(Counter)
+        for pair in pairs:
+            total[pair["answered"]] += pair["turns"]
+            asked[pair["answered"]][pair["asked"]] += pair["turns"]
+        parts = [f"{wf} {n} (" + ", ".join(f"{a} {m}" for a, m in sorted(asked[wf].items(), key=lambda x: (-x[1], x[0])))
+                 + ")" for wf, n in sorted(total.items(), key=lambda x: (-x[1], x[0]))]
+        lines.append(f"- {arm}: " + "; ".join(parts))
+    if not lines:
+        return ""
+    return ("\nAnswered with another workflow's code, by the workflow the code resembles (the asked workflows "
+            "in brackets):\n\n" + "\n".join(lines) + "\n")

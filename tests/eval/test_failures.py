@@ -164,3 +164,24 @@ def test_the_summary_counts_each_class_and_keeps_its_first_example():
     assert example["instance_id"] == "top_clicks-0" and example["question"] == TASK.turns[0].ask
     assert example["code"].startswith("result = api.query(\"SELECT i.advertiser")
     assert set(summary["examples"]) == {"answered_another_workflow"}
+
+
+def test_an_answer_to_another_workflow_names_that_workflow_and_the_summary_counts_the_pairs():
+    from runtime.eval import classify_episode
+
+    ran, failed, other = turn(UNPAID, pd.DataFrame({"billed": [1.0]})), turn(UNPAID, ok=False), turn("x", ok=False)
+    episode = classify_episode(Episode("top_clicks-0", "top_clicks", "new_values", "craft", [ran]),
+                               TASK, [REFERENCE], CATALOG)
+    assert ran.failure == "answered_another_workflow" and ran.answered_workflow == "unpaid"
+    second = classify_episode(Episode("top_clicks-1", "top_clicks", "new_values", "craft", [failed, other]),
+                              TASK, [REFERENCE, REFERENCE], CATALOG)
+    assert failed.answered_workflow == "unpaid" and other.failure == "exec_error" and other.answered_workflow is None
+    summary = failure_summary([episode, second])
+    assert summary["answered_instead"] == [{"asked": "top_clicks", "answered": "unpaid", "turns": 2}]
+    # The field survives the episode's JSON twin, and an old record without it reads as None.
+    restored = Episode.from_dict(episode.to_dict())
+    assert restored.turns[0].answered_workflow == "unpaid"
+    old = episode.to_dict()
+    del old["turns"][0]["answered_workflow"]
+    assert Episode.from_dict(old).turns[0].answered_workflow is None
+    assert "answered_instead" not in failure_summary([Episode.from_dict(old)])

@@ -148,6 +148,10 @@ def test_the_report_shows_per_workflow_scores_and_failure_classes_from_eval_json
             "plan: \"Rank campaigns.\"; code: `result = api.query('x')`") in md
     # Without the new eval.json keys (an older eval) the report is what it was.
     assert render_markdown(build_report(EVAL)) == md.split("\n## Agent score per workflow")[0]
+    assert "Answered with another workflow's code" not in md     # no arm answered another workflow
+    failures["craft"]["answered_instead"] = [{"asked": "top", "answered": "spend", "turns": 1}]
+    md = render_markdown(build_report({**EVAL, "per_workflow": per_workflow, "failures": failures}))
+    assert "by the workflow the code resembles (the asked workflows in brackets):\n\n- craft: spend 1 (top 1)\n" in md
 
 
 def _episode(arm, instance, tokens, discovery):
