@@ -88,7 +88,7 @@ LOGICAL_READERS = {"distill", "gate", "dataset", "grpo"}
 # trained on: the distill, dataset and grpo steps do not read them, so raising `limit` for
 # a better-powered dev measurement reruns eval alone. A plan leaves a setting at its default
 # out of plan.json, so adding one here changes no hash of a plan that never set it.
-EVAL_DECODING = ("copy_bias", "batch", "split", "limit", "precision")
+EVAL_DECODING = ("copy_bias", "batch", "split", "limit", "precision", "repeat_temperature")
 
 # Steps whose metrics go to the recipe's tracker (`track`): the funnel, training, eval.
 TRACKED_STEPS = ("gate", "sft", "grpo", "eval")

@@ -129,6 +129,8 @@ class ModelCall:
     exec: ExecRecord | None = None      # None when the turn had no code
     tool_message: str | None = None     # what the model was shown next
     discovery_calls: int = 0
+    resampled: bool = False             # greedy decoding repeated failed code, so this call was
+                                        # decoded again, sampled (`eval { repeat_temperature }`)
 
 
 @dataclass

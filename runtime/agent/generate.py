@@ -302,12 +302,14 @@ class VLLMGenerator:
     """
 
     def __init__(self, model_dir, tokenizer, max_new_tokens: int = 256, do_sample: bool = False,
-                 temperature: float = 1.0, copy_bias: float = 0.0):
+                 temperature: float = 1.0, copy_bias: float = 0.0, seed: int | None = None):
         self.tokenizer = tokenizer
         self.llm = vllm_engine(model_dir)
         self.copy_bias = copy_bias
         self.sampling = {"max_tokens": max_new_tokens, "temperature": temperature if do_sample else 0.0,
                          "logprobs": 0}
+        if do_sample and seed is not None:      # vLLM seeds each request itself, not from torch's generator
+            self.sampling["seed"] = seed
 
     def _params(self, conversations: list[list[dict]]):
         from vllm import SamplingParams

@@ -24,6 +24,7 @@ from runtime.distill.blocks import parse_turn
 from runtime.agent.episode import Episode, ExecRecord, ModelCall, UserTurn, count_discovery, tool_output_text
 from runtime.agent.generate import Generation, HFGenerator
 from runtime.agent.history import DEFAULT_EARLIER_TURNS, EARLIER_TURNS, compact_before_last_question
+from runtime.agent.repeats import repeats_failed_code
 from runtime.agent.task import AgentTask
 
 __all__ = ["TurnWording", "run_episode", "run_episodes"]
@@ -107,7 +108,7 @@ def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, 
                  max_turns: int = 3, wording: TurnWording | None = None, arm: str = "",
                  on_generation=None, prefixes: list[list[dict]] | None = None,
                  transcripts: list | None = None, overlap: bool = False, on_episode=None,
-                 earlier_turns: str = DEFAULT_EARLIER_TURNS) -> list[Episode]:
+                 earlier_turns: str = DEFAULT_EARLIER_TURNS, resample=None) -> list[Episode]:
     """Run every task's conversation to the end, one batched model call per step.
 
     Args:
@@ -134,6 +135,9 @@ def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, 
             Episodes end in the order the batched steps finish them, not in task order.
         earlier_turns: ``full``, ``compact`` or ``thinks``: what later questions see of the turns before
             them (``runtime.agent.history``; the plan's ``specs/input_builder.json``).
+        resample: Optional sampling ``generate`` (``runtime.agent.repeats.Resampler``): a
+            repair whose code repeats code that already failed in its turn is decoded again
+            with it, and the sample is run (``eval { repeat_temperature }``).
 
     Returns:
         One ``Episode`` per task, in order.
@@ -156,6 +160,9 @@ def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, 
             _start_turn(run, wording)
         runs.append(run)
     ended = _Ended(runs, on_episode)
+    if resample is not None and (overlap or on_generation is not None):
+        raise ValueError("resample decodes eval's repeated repairs again; rollouts (overlap, on_generation) "
+                         "sample already")
     if overlap:
         _run_overlapped(runs, generate, sandbox, fmt, max_turns, wording, on_generation, ended)
     else:
@@ -163,7 +170,8 @@ def run_episodes(generate, tasks: list[AgentTask], system_prompt: str, sandbox, 
             active = [i for i, run in enumerate(runs) if not run.done]
             if not active:
                 break
-            waiting, jobs = _generate_step(runs, active, generate, fmt, max_turns, wording, on_generation)
+            waiting, jobs = _generate_step(runs, active, generate, fmt, max_turns, wording, on_generation,
+                                           resample)
             for (i, call), result in zip(waiting, _execute(sandbox, jobs)):
                 _finish_with_exec(runs[i], call, result, max_turns, wording)
             ended.report(active)
@@ -188,9 +196,21 @@ class _Ended:
                 self.on_episode(i, self.runs[i].episode)
 
 
-def _generate_step(runs, active, generate, fmt, max_turns, wording, on_generation):
-    """One batched model call for the ``active`` runs; returns the code jobs it produced."""
-    generations: list[Generation] = generate([runs[i].messages for i in active])
+def _generate_step(runs, active, generate, fmt, max_turns, wording, on_generation, resample=None):
+    """One batched model call for the ``active`` runs; returns the code jobs it produced.
+
+    With ``resample``, a repair whose code repeats failed code is decoded again by it."""
+    conversations = [runs[i].messages for i in active]
+    generations: list[Generation] = generate(conversations)
+    resampled: set[int] = set()
+    if resample is not None:
+        repeats = [n for n, (i, gen) in enumerate(zip(active, generations))
+                   if not runs[i].answering
+                   and repeats_failed_code(runs[i].episode.turns[-1], parse_turn(gen.text, fmt).code)]
+        if repeats:
+            for n, gen in zip(repeats, resample([conversations[n] for n in repeats])):
+                generations[n] = gen
+            resampled = {active[n] for n in repeats}
     jobs, waiting = [], []
     for i, gen in zip(active, generations):
         run = runs[i]
@@ -198,7 +218,7 @@ def _generate_step(runs, active, generate, fmt, max_turns, wording, on_generatio
             on_generation(i, run.turn_no, gen)
         parsed = parse_turn(gen.text, fmt)
         call = ModelCall(gen.input_tokens, gen.text, parsed.think, parsed.plan, parsed.code,
-                         parsed.answer, parsed.complete)
+                         parsed.answer, parsed.complete, resampled=i in resampled)
         run.messages.append({"role": "assistant", "content": gen.text})
         if run.answering:
             _finish_answer(run, call, wording)

@@ -295,8 +295,10 @@ def repair_counts(episodes: list[Episode]) -> dict[str, int]:
     A repair is a model call that follows a failed attempt in the same user turn: code
     that did not run, or no code block at all; either way the agent was shown the error.
     ``same_code`` counts repairs whose code is the failed attempt's byte for byte (the
-    error was not read), ``ran`` those whose code then ran. Excluded turns are left out,
-    like every metric here.
+    error was not read), ``ran`` those whose code then ran. Under ``eval {
+    repeat_temperature }`` the counts are of the calls that ran (a repeat decoded again,
+    sampled, counts as its sample), and ``resampled`` says how many were. Excluded turns
+    are left out, like every metric here.
 
     Example:
         >>> from runtime.agent import ExecRecord, ModelCall
@@ -306,7 +308,7 @@ def repair_counts(episodes: list[Episode]) -> dict[str, int]:
         >>> repair_counts([Episode("i", turns=[UserTurn(0, "?", [failed, failed, fixed])])])
         {'repairs': 2, 'same_code': 1, 'ran': 1}
     """
-    repairs = same = ran = 0
+    repairs = same = ran = resampled = 0
     for episode in episodes:
         for turn in scored_turns(episode):
             for before, call in zip(turn.calls, turn.calls[1:]):
@@ -315,4 +317,6 @@ def repair_counts(episodes: list[Episode]) -> dict[str, int]:
                 repairs += 1
                 same += call.code is not None and call.code == before.code
                 ran += call.exec is not None and call.exec.ok
-    return {"repairs": repairs, "same_code": same, "ran": ran}
+                resampled += call.resampled
+    counts = {"repairs": repairs, "same_code": same, "ran": ran}
+    return {**counts, "resampled": resampled} if resampled else counts

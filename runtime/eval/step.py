@@ -52,7 +52,7 @@ EMPTY_REFERENCE = "the reference returns no rows, so any empty answer would pass
 FAILED_REFERENCE = "the reference fails on this warehouse"
 # eval settings that change what every arm decodes: eval.json (and so report.md) names each
 # one a plan moves from the IR's default.
-DECODING_SETTINGS = ("copy_bias", "precision")
+DECODING_SETTINGS = ("copy_bias", "precision", "repeat_temperature")
 
 
 def held_out_tasks(path: Path, split: str) -> list[AgentTask]:
@@ -131,12 +131,14 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
                  catalog: ReferenceCatalog | None = None, progress: ArmProgress | None = None,
                  earlier_turns: str = "full", copy_bias: float = 0.0,
                  excluded: dict[tuple[str, int], str] | None = None, before_batch=None,
-                 precision: str = "float32") -> list:
+                 precision: str = "float32", repeat_temperature: float = 0.0, seed: int = 0) -> list:
     """Greedy episodes of one arm on ``tasks``, scored and their failures classified.
 
     ``engine`` is the plan's rollout engine; ``earlier_turns`` what later questions see of
     earlier turns (the plan's input builder); ``copy_bias`` the plan's ``eval { copy_bias }``
-    (``runtime.agent.copy_bias``); ``precision`` its ``eval { precision }``; ``catalog``
+    (``runtime.agent.copy_bias``); ``precision`` its ``eval { precision }``; above 0,
+    ``repeat_temperature`` decodes a repair that repeats failed code again, sampled from
+    ``seed`` (``runtime.agent.repeats``); ``catalog``
     holds every workflow's reference texts (default: those of ``tasks``); ``progress`` is
     told of each model call batch and each finished episode; ``before_batch()`` runs before
     each batch of calls. Each episode is scored as soon as it ends, while its result frames
@@ -145,13 +147,25 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    resample = None
     if engine == "vllm":
         from runtime.agent import VLLMGenerator
 
         generate, chunk = VLLMGenerator(model_dir, tokenizer, max_new_tokens=max_new_tokens, copy_bias=copy_bias), None
+        if repeat_temperature:
+            resample = VLLMGenerator(model_dir, tokenizer, max_new_tokens=max_new_tokens, do_sample=True,
+                                     temperature=repeat_temperature, copy_bias=copy_bias, seed=seed)
     else:
         generate = eval_generator(model_dir, tokenizer, max_new_tokens, batch_size, copy_bias, precision)
         chunk = batch_size
+        if repeat_temperature:      # the same weights, sampled
+            resample = HFGenerator(generate.model, tokenizer, max_new_tokens=max_new_tokens, do_sample=True,
+                                   temperature=repeat_temperature, batch_size=batch_size, frozen=True,
+                                   copy_bias=copy_bias, logprobs=False)
+    if resample is not None:
+        from runtime.agent.repeats import Resampler
+
+        resample = Resampler(resample, seed)
     if progress is not None or before_batch is not None:
         generate = _counting(generate, progress.calls if progress is not None else (lambda n: None), chunk,
                              before_batch)
@@ -167,7 +181,7 @@ def evaluate_arm(arm: str, model_dir: str | Path, tasks: list[AgentTask], refere
             progress.episode(episode)
 
     return run_episodes(generate, tasks, system_prompt, sandbox, fmt, max_turns, wording, arm=arm, on_episode=ended,
-                        earlier_turns=earlier_turns)
+                        earlier_turns=earlier_turns, resample=resample)
 
 
 def split_summaries(episodes: list, seed: int = 0) -> dict[str, dict]:
@@ -277,6 +291,8 @@ class EvalInputs:
     copy_bias: float
     batch: int
     precision: str                  # eval { precision }: the dtype the arms' weights decode in
+    repeat_temperature: float       # eval { repeat_temperature }: 0 runs a repeated failed code as written
+    seed: int                       # the run's seed: what a resampled repair draws from
 
     @property
     def max_turns(self) -> int:
@@ -335,7 +351,8 @@ def eval_inputs(ctx, announce: bool = True) -> EvalInputs:
         fmt=BlockFormat(**builder["format"]), wording=TurnWording.from_file(ctx.artifact(builder["turn_template"])),
         earlier_turns=earlier_turns, terms=SchemaTerms.from_schema(recipe.schema_),
         max_new_tokens=stage.max_new_tokens, engine=stage.rollout, catalog=reference_catalog(ctx, held_out),
-        copy_bias=recipe.eval.copy_bias, batch=recipe.eval.batch, precision=recipe.eval.precision)
+        copy_bias=recipe.eval.copy_bias, batch=recipe.eval.batch, precision=recipe.eval.precision,
+        repeat_temperature=recipe.eval.repeat_temperature, seed=ctx.seed)
 
 
 def eval_sandbox(ctx, tasks: list[AgentTask]):
@@ -356,7 +373,8 @@ def run_arm(inputs: EvalInputs, arm: str, model_dir: Path, sandbox, references: 
                         inputs.max_turns, inputs.wording, inputs.terms, inputs.max_new_tokens, engine=inputs.engine,
                         catalog=inputs.catalog, progress=progress, earlier_turns=inputs.earlier_turns,
                         copy_bias=inputs.copy_bias, batch_size=batch_size or inputs.batch, excluded=excluded,
-                        before_batch=before_batch, precision=inputs.precision)
+                        before_batch=before_batch, precision=inputs.precision,
+                        repeat_temperature=inputs.repeat_temperature, seed=inputs.seed)
 
 
 def arm_model(ctx, arm: str) -> Path:

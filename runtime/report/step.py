@@ -118,6 +118,8 @@ def build_report(eval_json: dict, run_dir: Path | None = None, replicates: int =
         report["copy_bias"] = eval_json["copy_bias"]
     if eval_json.get("precision"):      # eval { precision bf16 }: the dtype every arm decoded in
         report["precision"] = eval_json["precision"]
+    if eval_json.get("repeat_temperature"):  # eval { repeat_temperature T }: repeated failed code resampled
+        report["repeat_temperature"] = eval_json["repeat_temperature"]
     if eval_json.get("per_workflow"):   # agent score per workflow and held-out split
         report["per_workflow"] = build_workflow_table(eval_json["per_workflow"])
     if eval_json.get("failures"):       # failure classes per arm, one example each
@@ -228,6 +230,11 @@ def render_markdown(report: dict) -> str:
     if report.get("precision"):
         parts.append(f"\nEvery arm decoded with {report['precision']} weights (`eval {{ precision {report['precision']} }}`; "
                      "docs/evaluation.md, \"Decoding precision\").\n")
+    if report.get("repeat_temperature"):
+        parts.append(f"\nIn every arm a repair whose greedy code repeated code that had failed in its turn was decoded "
+                     f"again, sampled at temperature {report['repeat_temperature']:g}, and the sample ran "
+                     f"(`eval {{ repeat_temperature {report['repeat_temperature']:g} }}`; docs/evaluation.md, "
+                     "\"Repairs that repeat themselves\").\n")
     parts += [f"\n**Read with care:** {warning}.\n" for warning in report.get("read_with_care", [])]
     parts += [f"\n{line}\n" for line in coverage_lines(report)]
     if report.get("replicates"):
@@ -310,13 +317,16 @@ def markdown_repairs(repairs: dict[str, dict]) -> str:
     arms = list(repairs)
 
     def share(arm: str, key: str) -> str:
-        n, of = repairs[arm][key], repairs[arm]["repairs"]
+        n, of = repairs[arm].get(key, 0), repairs[arm]["repairs"]
         return f"{n} ({100 * n / of:.0f}%)" if of else str(n)
 
     lines = ["| | " + " | ".join(arms) + " |", "|" + " --- |" * (len(arms) + 1),
-             "| repairs | " + " | ".join(str(repairs[a]["repairs"]) for a in arms) + " |",
-             "| wrote the failed code again | " + " | ".join(share(a, "same_code") for a in arms) + " |",
-             "| ran | " + " | ".join(share(a, "ran") for a in arms) + " |"]
+             "| repairs | " + " | ".join(str(repairs[a]["repairs"]) for a in arms) + " |"]
+    if any(repairs[a].get("resampled") for a in arms):      # eval { repeat_temperature }
+        lines.append("| repeated failed code, decoded again sampled | "
+                     + " | ".join(share(a, "resampled") for a in arms) + " |")
+    lines += ["| wrote the failed code again | " + " | ".join(share(a, "same_code") for a in arms) + " |",
+              "| ran | " + " | ".join(share(a, "ran") for a in arms) + " |"]
     return "\n".join(lines) + "\n"
 
 

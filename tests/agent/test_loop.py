@@ -144,3 +144,42 @@ def test_each_episode_is_reported_once_as_soon_as_its_conversation_ends(sandbox,
     # The one-turn conversation ends a step earlier; each episode is complete when reported.
     assert ended == [(1, "short", 1), (0, "long", 2)]
     assert [e.instance_id for e in episodes] == ["long", "short"]
+
+
+def test_a_repair_that_repeats_failed_code_is_decoded_again_by_the_resampler_and_the_sample_runs(sandbox):
+    # `eval { repeat_temperature }`: greedy decoding wrote the failed query again; the sampled
+    # decoding is asked for that call alone, and what it wrote is what runs.
+    task = AgentTask.from_dict(task_dict(n=2))
+    broken = "result = api.query('SELECT nme FROM campaign')"
+    greedy = Script([assistant("List campaigns.", broken), assistant("List campaigns.", broken),
+                     "<ANSWER>\nTwo campaigns.\n</ANSWER>", "<ANSWER>\nDone.\n</ANSWER>"])
+    sampled = Script([assistant("List campaigns.", TOP_CODE.format(n=2))])
+    episode = run_episodes(greedy, [task], SYSTEM, sandbox, max_turns=3, resample=sampled)[0]
+    first = episode.turns[0]
+    assert [c.resampled for c in first.calls] == [False, True]
+    assert [c.exec.ok for c in first.calls] == [False, True] and first.final_code == TOP_CODE.format(n=2)
+    # The sampler saw the conversation the greedy call saw: up to the failed attempt's error.
+    assert sampled.seen == [greedy.seen[1]] and sampled.seen[0][-1]["role"] == "tool"
+    assert Episode.from_dict(episode.to_dict()).turns[0].calls[1].resampled
+    # A first attempt, and a repair with new code, are never decoded again.
+    plain = Script([assistant("p", broken), assistant("p", TOP_CODE.format(n=2)), "<ANSWER>\nx\n</ANSWER>",
+                    "<ANSWER>\nDone.\n</ANSWER>"])
+    unused = Script([])
+    run_episodes(plain, [task], SYSTEM, sandbox, max_turns=3, resample=unused)
+    assert unused.seen == []
+
+
+def test_the_resampler_draws_the_same_samples_for_the_same_seed_and_leaves_torch_s_own_generator(sandbox):
+    import torch
+
+    from runtime.agent.repeats import Resampler
+
+    draw = lambda conversations: [float(torch.rand(1)) for _ in conversations]   # noqa: E731
+    torch.manual_seed(5)
+    expected_next = float(torch.rand(1))
+    torch.manual_seed(5)
+    a, b, other = Resampler(draw, 7), Resampler(draw, 7), Resampler(draw, 8)
+    first = [a([[]]), a([[], []])]
+    assert first == [b([[]]), b([[], []])] and first[0] != other([[]])
+    assert first[0] != first[1][:1]            # each batch draws from a seed of its own
+    assert float(torch.rand(1)) == expected_next

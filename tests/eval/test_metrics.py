@@ -190,6 +190,29 @@ def test_eval_decodes_in_the_plans_precision(sandbox, tiny_model, tmp_path, monk
     assert made[0].model.dtype == torch.bfloat16 and episode.calls
 
 
+def test_eval_resamples_repeated_repairs_with_the_arms_own_weights_sampled(sandbox, tiny_model, tmp_path, monkeypatch):
+    # `eval { repeat_temperature 0.7 }`: the loop gets a seeded sampler over the same model;
+    # without the setting it gets none.
+    from runtime.agent.repeats import Resampler
+    from runtime.eval import step
+
+    model, tok = tiny_model
+    model.save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    seen = []
+    monkeypatch.setattr(step, "run_episodes", lambda generate, *a, **kw: seen.append((generate, kw)) or [])
+    tasks = [AgentTask.from_dict(task_dict(2, "t2"))]
+    refs = reference_frames(tasks, sandbox)
+    for temperature in (0.7, 0.0):
+        evaluate_arm("craft", tmp_path / "m", tasks, refs, "sys", sandbox, max_turns=2, terms=TERMS,
+                     max_new_tokens=4, repeat_temperature=temperature, seed=11)
+    (greedy, kw), (_, plain) = seen
+    sampler = kw["resample"]
+    assert isinstance(sampler, Resampler) and sampler.seed == 11 and plain["resample"] is None
+    assert sampler.generate.do_sample and sampler.generate.temperature == 0.7 and not greedy.do_sample
+    assert sampler.generate.model is greedy.model
+
+
 def test_evaluate_arm_decodes_the_plans_batch_of_conversations_per_call(sandbox, tiny_model, tmp_path):
     # `eval { batch N }`: the first questions of three instances go to the model two at a time.
     model, tok = tiny_model

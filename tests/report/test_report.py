@@ -213,8 +213,20 @@ def test_repairs_count_what_the_agent_did_after_its_code_failed(tmp_path):
     md = render_markdown(report)
     assert "| wrote the failed code again | 0 (0%) | 2 (100%) | 0 (0%) |" in md
     assert "| ran | 1 (100%) | 0 (0%) | 0 (0%) |" in md
+    assert "decoded again sampled" not in md and "repeat_temperature" not in md
     # Without episodes (an eval.json alone) there is no repairs section.
     assert "repairs" not in build_report(EVAL) and "## Repairs" not in render_markdown(build_report(EVAL))
+    # `eval { repeat_temperature 0.7 }`: a repeat decoded again is counted as its sample, and said.
+    resampled = call("b", True)
+    resampled.resampled = True
+    episode = Episode("i0", "w", "new_values", "craft", [UserTurn(0, "q", [call("a", False), resampled, answer])])
+    (tmp_path / "eval/episodes/craft.jsonl").write_text(json.dumps(episode.to_dict()) + "\n")
+    report = build_report({**EVAL, "results": {a: EVAL["results"][a] for a in turns}, "repeat_temperature": 0.7},
+                          tmp_path)
+    assert report["repairs"]["craft"] == {"repairs": 1, "same_code": 0, "ran": 1, "resampled": 1}
+    md = render_markdown(report)
+    assert "| repeated failed code, decoded again sampled | 1 (100%) | 0 (0%) | 0 (0%) |" in md
+    assert "sampled at temperature 0.7, and the sample ran (`eval { repeat_temperature 0.7 }`" in md
 
 
 def test_a_report_where_no_arm_passed_says_it_cannot_compare_them():
