@@ -194,12 +194,25 @@ def classify_turn(turn: UserTurn, task: AgentTask, reference=None, catalog: Refe
         reference: The turn's reference result frame (None where unknown or failed).
         catalog: Every workflow's reference texts; None skips ``answered_another_workflow``.
     """
+    return _classify(turn, task, reference, catalog)[0]
+
+
+def _classify(turn: UserTurn, task: AgentTask, reference, catalog: ReferenceCatalog | None
+              ) -> tuple[str | None, str | None]:
+    """``(failure class, the workflow whose code answered)``: the second is set only for
+    ``answered_another_workflow``, found by the same catalog lookup that classed the turn."""
     if turn.final_ok and turn.passed:
-        return None
-    spec = task.turns[turn.index]
+        return None, None
     _, code = turn_text(turn)
-    if catalog is not None and catalog.closest_other(task.workflow, code):
-        return "answered_another_workflow"
+    other = catalog.closest_other(task.workflow, code) if catalog is not None else None
+    if other is not None:
+        return "answered_another_workflow", other[0]
+    return _classify_own_workflow(turn, task, reference, code), None
+
+
+def _classify_own_workflow(turn: UserTurn, task: AgentTask, reference, code: str | None) -> str:
+    """The class of a failed turn whose code is its own workflow's (or no workflow's)."""
+    spec = task.turns[turn.index]
     result = _result_shape(turn) if turn.final_ok else None
     if result is None:
         return "exec_error"
@@ -239,9 +252,7 @@ def classify_episode(episode: Episode, task: AgentTask, references: list, catalo
     """Set ``failure`` on every user turn of a scored episode (None on turns that passed), and
     on a turn answered with another workflow's code, which workflow (``answered_workflow``)."""
     for turn in episode.turns:
-        turn.failure = classify_turn(turn, task, references[turn.index], catalog)
-        if turn.failure == "answered_another_workflow":
-            turn.answered_workflow = catalog.closest_other(task.workflow, turn_text(turn)[1])[0]
+        turn.failure, turn.answered_workflow = _classify(turn, task, references[turn.index], catalog)
     return episode
 
 
