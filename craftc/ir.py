@@ -22,7 +22,7 @@ __all__ = [
     "Param", "CheckValue", "Expectation", "Turn", "Workflow", "CheckOp", "CHECK_OPS", "REFERENCE_KINDS",
     "Tool", "BlockFormat", "Teacher", "Judge", "ExecutionGate", "OutputGate",
     "JudgeGate", "Gates", "Reward", "ModelSpec", "LoraAdapter", "StageBase", "SFTStage", "GRPOStage", "Stage",
-    "STAGE_MODELS", "EvalSpec", "Recipe", "Plan",
+    "STAGE_MODELS", "EvalSpec", "EVAL_DECODING", "EVAL_SCOPE", "Recipe", "Plan",
     "TeacherKind", "BuiltinJudgeKind", "JudgeKind", "JudgementKind", "JUDGEMENTS", "ToolKind", "GateName", "RewardComponent",
     "StageKind", "Arm", "InputMode", "MaskRole", "ExecutionReject", "OutputReject", "ModelSource",
     "TrlValue", "Tracker", "TRACKERS", "Engine", "AdvantageEstimator", "ToolFormat", "ENGINES", "VERL_ONLY", "TRL_ONLY", "GRPO_VERL_ONLY", "TEACHER_ONLY", "TEACHER_KINDS", "GENERAL_ONLY", "BUILTIN_JUDGES", "JUDGE_KINDS", "TOOL_KINDS", "GATE_ORDER",
@@ -938,6 +938,15 @@ class EvalSpec(Node):
 # json_schema_extra says so).
 GENERAL_ONLY: tuple[str, ...] = tuple(name for name, info in EvalSpec.model_fields.items()
                                       if (info.json_schema_extra or {}).get("needs") == "general")
+
+
+# Eval settings that change how every arm decodes: eval.json (and so report.md) names each one
+# a plan moves from its default (runtime.eval.step), and changing one reruns eval alone.
+EVAL_DECODING: tuple[str, ...] = ("copy_bias", "precision", "repeat_temperature")
+# Eval settings that choose which of the drawn instances eval scores, or only how fast it
+# decodes them: never which instances are drawn, held out or trained on, so changing one
+# reruns eval alone too (runtime.runner; a better-powered dev measurement keeps its models).
+EVAL_SCOPE: tuple[str, ...] = ("split", "limit", "batch", "processes")
 
 
 class Recipe(Node):

@@ -30,7 +30,7 @@ from typing import Any, Callable
 from rich.console import Console
 
 from craftc.atomic import remove_leftovers, replace_dir, write_atomic
-from craftc.ir import Plan
+from craftc.ir import EVAL_DECODING, EVAL_SCOPE, Plan
 from runtime.cpu_share import CpuShare, under_load
 from runtime.layout import MANIFEST
 from runtime.plan import PlanError, load_plan, plan_content_hash
@@ -83,12 +83,12 @@ ADOPTERS: dict[str, str] = {
 # must not invalidate them.
 LOGICAL_READERS = {"distill", "gate", "dataset", "grpo"}
 
-# Eval settings that change only how eval decodes, which held-out split it scores or how
-# many of that split's instances (`limit`), not which instances are drawn, held out or
-# trained on: the distill, dataset and grpo steps do not read them, so raising `limit` for
-# a better-powered dev measurement reruns eval alone. A plan leaves a setting at its default
-# out of plan.json, so adding one here changes no hash of a plan that never set it.
-EVAL_DECODING = ("copy_bias", "batch", "split", "limit", "precision", "repeat_temperature")
+# Eval settings that change only how eval decodes, which held-out split it scores, how many of
+# that split's instances (`limit`) or how fast (craftc.ir.EVAL_DECODING, EVAL_SCOPE), not which
+# instances are drawn, held out or trained on: the distill, dataset and grpo steps do not read
+# them, so raising `limit` for a better-powered dev measurement reruns eval alone. A plan leaves
+# a setting at its default out of plan.json, so adding one changes no hash of a plan that never set it.
+EVAL_ONLY = EVAL_DECODING + EVAL_SCOPE
 
 # Steps whose metrics go to the recipe's tracker (`track`): the funnel, training, eval.
 TRACKED_STEPS = ("gate", "sft", "grpo", "eval")
@@ -156,7 +156,7 @@ def _plan_parts(step: str, recipe: dict, artifacts: dict[str, str], warehouse: l
     common = {"seed": recipe["seed"]}
     # The eval block's decoding settings shape only how eval generates: changing them
     # must not redraw the instances or rebuild the dataset (and with them retrain).
-    drawn = {k: v for k, v in recipe["eval"].items() if k not in EVAL_DECODING}
+    drawn = {k: v for k, v in recipe["eval"].items() if k not in EVAL_ONLY}
     parts: dict[str, dict[str, Any]] = {
         "world": {"schema": recipe["schema"], "scale": recipe["scale"], "binding": arts("sql/binding.sql"),
                   "warehouse": warehouse},

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from craftc.ir import EvalSpec
+from craftc.ir import EVAL_DECODING, EvalSpec
 from runtime.agent import AgentTask, HFGenerator, TurnWording, run_episodes
 from runtime.eval.arm_files import finished_arm, write_arm
 from runtime.eval.failures import ReferenceCatalog, classify_episode, failure_summary
@@ -50,9 +50,6 @@ __all__ = ["EvalInputs", "eval_inputs", "eval_sandbox", "run_arm", "arm_model", 
 SPLIT_ORDER = ("new_values", "new_phrasing", "new_workflow")
 EMPTY_REFERENCE = "the reference returns no rows, so any empty answer would pass"
 FAILED_REFERENCE = "the reference fails on this warehouse"
-# eval settings that change what every arm decodes: eval.json (and so report.md) names each
-# one a plan moves from the IR's default.
-DECODING_SETTINGS = ("copy_bias", "precision", "repeat_temperature")
 
 
 def held_out_tasks(path: Path, split: str) -> list[AgentTask]:
@@ -478,7 +475,7 @@ def run_eval(ctx):
                                             split, recipe.eval.limit if inputs.limited is not None else None)
     if inputs.earlier_turns != "full":  # what follow-up calls saw of earlier turns, and so paid for
         report["earlier_turns"] = inputs.earlier_turns
-    for setting in DECODING_SETTINGS:   # how every arm decoded, where the plan moved it
+    for setting in EVAL_DECODING:   # how every arm decoded, where the plan moved it
         if getattr(recipe.eval, setting) != EvalSpec.model_fields[setting].default:
             report[setting] = getattr(recipe.eval, setting)
     outputs = []

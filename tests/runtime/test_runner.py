@@ -167,15 +167,17 @@ def test_sft_reads_its_own_stage_and_the_baseline_budget_but_not_grpo(tmp_path):
 
 
 def test_eval_settings_that_only_choose_how_eval_scores_rerun_eval_alone(tmp_path):
-    """copy_bias, batch, split, limit, precision and repeat_temperature are read by eval only: the data and
-    training steps keep their inputs."""
-    from craftc.ir import EvalSpec
+    """The decoding and scope settings (copy_bias, precision, repeat_temperature; split, limit, batch,
+    processes) are read by eval only: the data and training steps keep their inputs."""
+    from craftc.ir import EVAL_DECODING, EVAL_SCOPE, EvalSpec
+
+    assert set(EVAL_DECODING + EVAL_SCOPE) <= set(EvalSpec.model_fields), "each names an eval setting"
 
     steps = ("distill", "dataset", "sft", "grpo")
     base = _plan_with({"eval": EvalSpec()}, {})
     before = {step: runner.step_inputs_hash(step, base, tmp_path) for step in (*steps, "eval")}
     for change in ({"limit": 16}, {"split": "dev"}, {"batch": 32}, {"copy_bias": 2.0}, {"precision": "bf16"},
-                   {"repeat_temperature": 0.7}):
+                   {"repeat_temperature": 0.7}, {"processes": 2}):
         plan = _plan_with({"eval": EvalSpec(**change)}, {})
         assert {s: runner.step_inputs_hash(s, plan, tmp_path) for s in steps} == {s: before[s] for s in steps}, change
         assert runner.step_inputs_hash("eval", plan, tmp_path) != before["eval"], change
