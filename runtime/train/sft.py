@@ -226,6 +226,26 @@ def tokenized_dataset(tokenizer, dataset, roles: dict):
                        remove_columns=dataset.column_names, desc="masking")
 
 
+def rows_reached(rows: int, max_steps: int, examples_per_step: int, seed: int) -> list[int] | None:
+    """The indices of the rows a run of ``max_steps`` trains, in the order it draws them, or
+    None when it reaches every row (whole epochs, or steps enough for one pass).
+
+    A seeded uniform draw, `datasets`' own shuffle of that many rows: the sft step counts the
+    truncation of the rows that will train (runtime.train.step) with the draw the trainer makes.
+
+    >>> rows_reached(10, 2, 3, seed=0) == rows_reached(10, 2, 3, seed=0) and len(rows_reached(10, 2, 3, seed=0))
+    6
+    >>> rows_reached(10, 4, 3, seed=0) is None, rows_reached(10, -1, 3, seed=0) is None
+    (True, True)
+    """
+    reached = max_steps * examples_per_step
+    if max_steps <= 0 or reached >= rows:
+        return None
+    from datasets import Dataset
+
+    return Dataset.from_dict({"row": list(range(rows))}).shuffle(seed=seed)["row"][:reached]
+
+
 def examples_reached(dataset, args):
     """The rows a run of `max_steps` trains, when it stops before one pass over `dataset` ends.
 
@@ -234,11 +254,10 @@ def examples_reached(dataset, args):
     uniform draw (`data_seed`, else `seed`), as the trainer's own shuffle is; the trainer then
     shuffles them.
     """
-    if args.max_steps <= 0:
-        return dataset
-    reached = args.max_steps * args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
+    per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
     seed = args.data_seed if args.data_seed is not None else args.seed
-    return dataset if reached >= len(dataset) else dataset.shuffle(seed=seed).select(range(reached))
+    reached = rows_reached(len(dataset), args.max_steps, per_step, seed)
+    return dataset if reached is None else dataset.select(reached)
 
 
 class PhaseHooks:

@@ -190,15 +190,18 @@ def arm_max_length(stage_max: int, context: int, longest: int, longest_stripped:
     return min(max(stage_max, 1) + overhead, context)
 
 
-def truncation_warning(arm: str, lengths: list[int], max_length: int) -> str | None:
-    """What TRL's truncation to ``max_length`` takes from one arm's examples, or None.
+def truncation_warning(arm: str, lengths: list[int], max_length: int, drawn_from: int | None = None) -> str | None:
+    """What TRL's truncation to ``max_length`` takes from the examples one arm trains, or None.
 
     TRL keeps the start of a longer example, so the end of the conversation (its later
-    turns) is never trained: the count and the share of tokens say how much.
+    turns) is never trained: the count and the share of tokens say how much. ``drawn_from``
+    is the dataset's size when a run of ``max_steps`` trains a draw of it (``lengths``).
 
     Example:
         >>> truncation_warning("craft", [100, 300, 500], 200)
         'craft: 2 of 3 examples are longer than max_length 200 (the longest 500 tokens); TRL keeps their start, so 400 of their tokens (44.4% of 900) are not trained; raise `max_length` to train them'
+        >>> truncation_warning("craft", [300, 100], 200, drawn_from=9)[:82]
+        'craft: 1 of the 2 examples this run trains (a draw of 9) is longer than max_length'
         >>> truncation_warning("craft", [100, 200], 200) is None
         True
     """
@@ -206,9 +209,26 @@ def truncation_warning(arm: str, lengths: list[int], max_length: int) -> str | N
     if not over:
         return None
     cut = sum(n - max_length for n in over)
-    return (f"{arm}: {len(over)} of {len(lengths)} examples are longer than max_length {max_length} (the longest "
+    verb = "are" if len(over) > 1 else "is"
+    examples = (f"{len(lengths)} examples" if drawn_from is None
+                else f"the {len(lengths)} examples this run trains (a draw of {drawn_from:,})")
+    return (f"{arm}: {len(over)} of {examples} {verb} longer than max_length {max_length} (the longest "
             f"{max(over)} tokens); TRL keeps their start, so {cut:,} of their tokens ({100 * cut / sum(lengths):.1f}% "
             f"of {sum(lengths):,}) are not trained; raise `max_length` to train them")
+
+
+def _trained_lengths(lengths: list[int], trl_kwargs: dict, overrides: dict, per_step: int,
+                     stage) -> tuple[list[int], int | None]:
+    """``(lengths of the examples the arm's main phase trains, the dataset's size or None)``:
+    a run of `max_steps` short of one pass trains the trainer's seeded draw (``rows_reached``).
+    Question dropout rewrites the rows into passes first, so there every row is counted."""
+    from runtime.train.sft import rows_reached
+
+    steps = overrides.get("max_steps", trl_kwargs["max_steps"])
+    seed = trl_kwargs.get("data_seed")
+    seed = seed if seed is not None else overrides.get("seed", trl_kwargs.get("seed", 42))
+    rows = None if stage.question_dropout else rows_reached(len(lengths), steps, per_step, seed)
+    return (lengths, None) if rows is None else ([lengths[i] for i in rows], len(lengths))
 
 
 def _num_processes(accelerate_yaml: Path) -> int:
@@ -332,7 +352,8 @@ def run_sft_step(ctx: StepContext) -> StepResult:
                                   f"arm's {prefix_tokens:,} planned warm-up tokens")
         metrics[f"{arm}_longest_example_tokens"] = longest[mode]
         metrics[f"{arm}_max_length"] = max_length
-        truncated = truncation_warning(arm, lengths[mode], max_length)
+        trained, drawn_from = _trained_lengths(lengths[mode], trl_kwargs, overrides, per_step, stage)
+        truncated = truncation_warning(arm, trained, max_length, drawn_from)
         if truncated:
             ctx.console.print(f"[yellow]![/] sft: {truncated}")
             metrics.setdefault("warnings", []).append(truncated)
