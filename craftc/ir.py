@@ -869,7 +869,8 @@ class EvalSpec(Node):
         None, ge=1, le=100_000, exclude_if=_omitted_at(None),
         description="at most N held-out instances per split, spread evenly over its workflows "
         "(default: every instance `instances` keeps)")
-    arms: tuple[Arm, ...] = Field(ARMS, description="what is compared")
+    arms: tuple[Arm, ...] = Field(ARMS, description="what is compared; without `craft` no arm decodes GRPO's model, "
+                                  "and the grpo step is skipped")
     max_turns: int = Field(3, ge=1, le=64, description="agent turns per eval conversation")
     # A decoding aid for a small model that recalls training questions instead of copying
     # the asked one (runtime/agent/copy_bias.py); every arm decodes with it, so the

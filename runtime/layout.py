@@ -24,7 +24,7 @@ __all__ = [
     "RunPath", "MANIFEST", "API_FACTORY", "FINAL", "ADAPTER", "SFT_ARMS",
     "WAREHOUSE", "WORLD_PROFILE", "DISTILL_INSTANCES", "CANDIDATES", "TEACHER_ALTERNATIVES", "LEAKAGE", "GATE_INSTANCES", "ACCEPTED",
     "OUTCOMES", "FUNNEL_JSON", "FUNNEL_MD", "DATASET_DIR", "EVAL_INSTANCES", "CORPUS",
-    "SFT_BASE", "sft_arm_dir", "sft_final", "trained_model", "EVAL_ARM_MODELS", "SFT_FINAL", "SFT_SUMMARY", "GRPO_FINAL", "GRPO_SUMMARY", "GRPO_STEP_CONFIG", "TRAIN_INSTANCES", "MEASURE_INSTANCES", "ROWS_AUDIT",
+    "SFT_BASE", "sft_arm_dir", "sft_final", "trained_model", "EVAL_ARM_MODELS", "reads_grpo", "SFT_FINAL", "SFT_SUMMARY", "GRPO_FINAL", "GRPO_SUMMARY", "GRPO_STEP_CONFIG", "TRAIN_INSTANCES", "MEASURE_INSTANCES", "ROWS_AUDIT",
     "EVAL_JSON", "REPORT_JSON",
 ]
 
@@ -115,6 +115,15 @@ ROWS_AUDIT = RunPath("grpo", "rows_audit.json")            # fresh rows checked 
 
 # eval, report
 EVAL_ARM_MODELS = {"craft": ("craft", True), "sft_only": ("craft", False), "stuffed": ("stuffed", False)}
+
+
+def reads_grpo(arms) -> bool:
+    """Whether any of these eval arms decodes GRPO's model; the grpo step trains only then.
+
+    >>> reads_grpo(("craft", "stuffed")), reads_grpo(("sft_only",))
+    (True, False)
+    """
+    return any(EVAL_ARM_MODELS[arm][1] for arm in arms)
 """Each evaluated arm's model: the sft arm it comes from, and whether GRPO trained it after."""
 EVAL_JSON = RunPath("eval", "eval.json")
 REPORT_JSON = RunPath("report", "report.json")

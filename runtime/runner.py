@@ -405,7 +405,7 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
 
     marker.unlink(missing_ok=True)
     files, outputs_hash = _outputs(tmp_dir)
-    prepared = step in ADOPTERS and not launch
+    prepared = step in ADOPTERS and not launch and not result.skipped   # a skipped step has nothing to launch
     manifest = {
         "step": step, "status": "prepared" if prepared else "complete", "inputs_hash": inputs_hash, "plan_hash": plan.content_hash,
         "recipe": plan.recipe.name, "profile": plan.recipe.profile, "seed": seed,
@@ -413,6 +413,7 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
         "versions": _versions(), "wall_s": wall_s, "other_cpu_share": other_cpu_share,
         # plan.json is every step's input; the rest are the artifacts this step read.
         "plan_files": ["plan.json", *sorted(ctx.plan_files_read)],
+        **({"skipped": result.skipped} if result.skipped else {}),
     }
     _write_manifest(tmp_dir, manifest)
     replace_dir(tmp_dir, step_dir)
@@ -420,6 +421,9 @@ def _run_one(step: str, plan: Plan, plan_dir: Path, run_dir: Path, console: Cons
         console.print(f"[green]✓[/] {step}: prepared for a launch by hand; then rerun `craftc run` to go on")
         return {"step": step, "status": "prepared", "wall_s": wall_s}
     warnings = result.metrics.get("warnings") or ()
+    if result.skipped:
+        console.print(f"[green]✓[/] {step}: skipped: {result.skipped}")
+        return {"step": step, "status": "skipped", "wall_s": wall_s, **({"replicate": replicate} if replicate else {})}
     if warnings:
         console.print(f"[yellow]![/] {step}: done in {wall_s:.1f}s with {len(warnings)} warning(s) "
                       "(above, and under `warnings` in its manifest)")

@@ -76,3 +76,6 @@ class StepResult:
 
     metrics: dict[str, Any] = field(default_factory=dict)
     outputs: tuple[str, ...] = ()      # notable files, relative to the step dir
+    # Why the step had nothing to do for this plan (the grpo step when no eval arm decodes its
+    # model); its manifest says so, and it is complete even under `--no-launch`.
+    skipped: str | None = None

@@ -346,3 +346,31 @@ def test_a_step_run_beside_other_work_says_its_time_is_not_its_cost(tmp_path, mo
     assert share >= 0.5 / cores
     text = (tmp_path / "out.txt").read_text()
     assert "world: other processes took" in text and "not its cost alone" in text
+
+
+def _trained(ctx):
+    CALLS.append(ctx.out_dir.name.removeprefix(".tmp-"))
+    return StepResult(metrics={})
+
+
+def test_grpo_is_skipped_when_no_eval_arm_decodes_its_model(tmp_path, monkeypatch):
+    """`eval { arms sft_only }` reads the SFT model alone: the grpo step trains nothing, says why,
+    and is complete (not waiting for a launch) even under `--no-launch`; asking for `craft` trains it."""
+    from craftc.ir import EvalSpec
+
+    monkeypatch.setattr(runner, "STEP_FUNCTIONS", {**runner.STEP_FUNCTIONS, "gate": f"{__name__}:_trained",
+                                                   "dataset": f"{__name__}:_trained", "sft": f"{__name__}:_trained"})
+    plan_dir = write_plan(tmp_path / "plan")
+    data = json.loads((plan_dir / "plan.json").read_text())
+    data["recipe"]["eval"]["arms"] = ["sft_only"]
+    data["content_hash"] = plan_content_hash(data)
+    (plan_dir / "plan.json").write_text(json.dumps(data, sort_keys=True, indent=2))
+    assert run(plan_dir, tmp_path / "run", until="grpo", launch=False) == 0
+    manifest = json.loads((tmp_path / "run/grpo/manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["outputs"] == []
+    assert manifest["skipped"] == "no eval arm decodes its model (`eval { arms sft_only }` names no `craft`)"
+    assert json.loads((tmp_path / "run/run.json").read_text())["steps"][-1]["status"] == "skipped"
+    # The arms are an input of the grpo step: a plan that decodes craft does not reuse the skip.
+    with_craft = _plan_with({"eval": EvalSpec(arms=("craft", "sft_only"))}, {})
+    without = _plan_with({"eval": EvalSpec(arms=("sft_only",))}, {})
+    assert runner.step_inputs_hash("grpo", with_craft, tmp_path) != runner.step_inputs_hash("grpo", without, tmp_path)

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from runtime.layout import (GRPO_FINAL, GRPO_STEP_CONFIG, GRPO_SUMMARY, MANIFEST, MEASURE_INSTANCES, ROWS_AUDIT,
-                            SFT_FINAL, TRAIN_INSTANCES, WAREHOUSE)
+                            SFT_FINAL, TRAIN_INSTANCES, WAREHOUSE, reads_grpo)
 from runtime.train.grpo.job import json_text
 from runtime.train.train_split import write_train_instances
 
@@ -27,6 +27,12 @@ def run_grpo(ctx):
     from runtime.train.precision import warn_stage_software_bf16
     from runtime.train.stages import grpo_stage
 
+    arms = ctx.plan.recipe.eval.arms
+    if not reads_grpo(arms):
+        # Nothing decodes GRPO's model: a dev profile that scores `sft_only` alone pays for no
+        # Stage II (on SmolLM2 on 2 cores, 15 minutes for 2 steps).
+        return StepResult(skipped=f"no eval arm decodes its model (`eval {{ arms {', '.join(arms)} }}` "
+                                  "names no `craft`)")
     stage = grpo_stage(ctx.plan.recipe)
     if stage.engine == "verl":
         from runtime.train.verl.step import run_verl_step
