@@ -26,7 +26,7 @@ from runtime.tracking import run_name
 from runtime.train.curriculum import CurriculumError, no_warm_up_reason, read_curriculum, warm_up_parts
 from runtime.train.precision import warn_stage_software_bf16
 from runtime.train.schema_docs import SchemaDocsError, read_schema_docs
-from runtime.train.stages import sft_stage
+from runtime.train.stages import replicate_seeds, sft_stage
 
 __all__ = ["run_sft_step", "adopt_sft_step", "base_model_dir", "planned_tokens", "token_matched_steps",
            "arm_max_length", "truncation_warning"]
@@ -224,9 +224,9 @@ def _trained_lengths(lengths: list[int], trl_kwargs: dict, overrides: dict, per_
     Question dropout rewrites the rows into passes first, so there every row is counted."""
     from runtime.train.sft import rows_reached
 
-    steps = overrides.get("max_steps", trl_kwargs["max_steps"])
-    seed = trl_kwargs.get("data_seed")
-    seed = seed if seed is not None else overrides.get("seed", trl_kwargs.get("seed", 42))
+    settings = {**trl_kwargs, **overrides}
+    steps = settings["max_steps"]
+    seed = settings["data_seed"] if settings.get("data_seed") is not None else settings.get("seed", 42)
     rows = None if stage.question_dropout else rows_reached(len(lengths), steps, per_step, seed)
     return (lengths, None) if rows is None else ([lengths[i] for i in rows], len(lengths))
 
@@ -335,8 +335,7 @@ def run_sft_step(ctx: StepContext) -> StepResult:
         max_length = arm_max_length(trl_kwargs["max_length"], context, longest[mode], longest["stripped"])
         # The two values the step measures instead of compiling; the config records them.
         overrides = {"max_length": max_length}
-        if ctx.seed != trl_kwargs.get("seed", ctx.seed):     # a replicate: another training seed
-            overrides["seed"] = ctx.seed
+        overrides.update(replicate_seeds(trl_kwargs, ctx.seed))     # a replicate: its own seeds
         if "run_name" not in trl_kwargs:
             overrides["run_name"] = run_name(ctx.plan.recipe.name, stage.name, ctx.plan.content_hash, arm)
         prefix_overrides = None

@@ -369,3 +369,17 @@ def test_the_default_plan_carries_no_shared_prefix_and_the_trainer_scores_as_bef
     assert prepare_scoring(trainer, job_of(plan, tmp_path)) == {"cpu_head": True, "shared_prefix": False}
     assert "_get_per_token_logps_and_entropies" not in vars(trainer)
     assert trainer.model.config._attn_implementation != SHARED_PREFIX
+
+
+def test_a_replicates_grpo_job_trains_with_its_own_seed_and_data_seed(tmp_path):
+    """`craftc run --replicates N` writes the replicate's seed into the step config: TRL gets it as
+    `seed` and `data_seed` both, so another replicate draws its rows in another order too."""
+    from runtime.train.grpo.job import GRPOJob
+
+    plan = compiled_smoke_plan(tmp_path, "")
+    assert job_of(plan, tmp_path).trl["data_seed"] == job_of(plan, tmp_path).trl["seed"] == job_of(plan, tmp_path).seed
+    config = tmp_path / "replicate_config.json"
+    config.write_text(json.dumps({"model_dir": "m", "instances": "i.json", "warehouse": "w.duckdb", "out_dir": ".",
+                                  "seed": 4242}))
+    job = GRPOJob.from_plan(plan, "grpo", config)
+    assert (job.seed, job.trl["seed"], job.trl["data_seed"]) == (4242, 4242, 4242)

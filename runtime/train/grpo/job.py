@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runtime.layout import API_FACTORY
+from runtime.train.stages import replicate_seeds
 
 __all__ = ["GRPOSetupError", "GRPOJob", "grpo_stage_defaults", "reward_spec", "reward_llm_judge", "schema_terms", "json_text"]
 
@@ -142,7 +143,7 @@ class GRPOJob:
             stage=stage.model_dump(mode="json"),
             # The tracker's run name from the plan hash; a `trl { run_name }` wins.
             trl={"run_name": run_name(recipe.name, stage_name, plan.content_hash), **trl,
-                 **({"seed": int(step["seed"])} if "seed" in step else {})}, wording={"user": wording.user, "tool": wording.tool},
+                 **(replicate_seeds(trl, int(step["seed"])) if "seed" in step else {})}, wording={"user": wording.user, "tool": wording.tool},
             fmt=builder["format"], workers=recipe.gates.execution.workers,
             secret_env=list(recipe.gates.execution.secret_env), seed=int(step.get("seed", recipe.seed)), peft=peft,
             schema=recipe.schema_.model_dump(mode="json"), earlier_turns=earlier_turns,
