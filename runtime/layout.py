@@ -115,6 +115,7 @@ ROWS_AUDIT = RunPath("grpo", "rows_audit.json")            # fresh rows checked 
 
 # eval, report
 EVAL_ARM_MODELS = {"craft": ("craft", True), "sft_only": ("craft", False), "stuffed": ("stuffed", False)}
+"""Each evaluated arm's model: the sft arm it comes from, and whether GRPO trained it after."""
 
 
 def reads_grpo(arms) -> bool:
@@ -124,6 +125,7 @@ def reads_grpo(arms) -> bool:
     (True, False)
     """
     return any(EVAL_ARM_MODELS[arm][1] for arm in arms)
-"""Each evaluated arm's model: the sft arm it comes from, and whether GRPO trained it after."""
+
+
 EVAL_JSON = RunPath("eval", "eval.json")
 REPORT_JSON = RunPath("report", "report.json")

@@ -65,6 +65,9 @@ def step_wall_times(run_dir: str | Path, replicates: int = 1) -> dict | None:
     shares = {step: m["other_cpu_share"] for step, m in manifests.items() if m.get("other_cpu_share") is not None}
     if shares:
         out["other_cpu_share"] = shares
+    skipped = [step for step, m in manifests.items() if m.get("skipped")]
+    if skipped:                     # the grpo step when no eval arm decodes its model
+        out["skipped"] = skipped
     extra = [wall for r in range(1, replicates) for step in REPLICATED_STEPS
              if (wall := _timed(replicate_dir(run_dir, r) / step).get("wall_s")) is not None]
     if extra:
@@ -94,6 +97,11 @@ def wall_time_line(timing: dict) -> str:
     >>> wall_time_line({"steps": {"sft": 1052.5, "eval": 361.7}, "total_s": 1414.2,
     ...                 "other_cpu_share": {"sft": 0.004, "eval": 0.41}})
     'The steps took 23 min 34 s: sft 17 min 32 s, eval 6 min 2 s; eval ran beside other work (other processes took 41% of the CPU), so its time is not its cost alone.'
+
+    A step with nothing to do for the plan (the grpo step of `eval { arms sft_only }`) says so:
+
+    >>> wall_time_line({"steps": {"sft": 600.0, "grpo": 0.01, "eval": 60.0}, "total_s": 660.0, "skipped": ["grpo"]})
+    'The steps took 11 min 0 s: sft 10 min 0 s, grpo skipped, eval 1 min 0 s.'
     """
     from runtime.runner import REPLICATED_STEPS, STEPS
 
@@ -101,7 +109,8 @@ def wall_time_line(timing: dict) -> str:
     # The steps before training are the data steps, which replicates share.
     data = [s for s in STEPS[:STEPS.index(REPLICATED_STEPS[0])] if s in steps]
     parts = [f"the data steps ({', '.join(data)}) {_minutes(sum(steps[s] for s in data))}"] if data else []
-    parts += [f"{s} {_minutes(steps[s])}" for s in REPLICATED_STEPS if s in steps]
+    parts += [f"{s} skipped" if s in timing.get("skipped", ()) else f"{s} {_minutes(steps[s])}"
+              for s in REPLICATED_STEPS if s in steps]
     text = f"The steps took {_minutes(timing['total_s'])}: {', '.join(parts)}"
     if timing.get("replicates_s"):
         text += f"; the extra replicates' training {_minutes(timing['replicates_s'])} more"

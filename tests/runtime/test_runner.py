@@ -370,6 +370,8 @@ def test_grpo_is_skipped_when_no_eval_arm_decodes_its_model(tmp_path, monkeypatc
     assert manifest["status"] == "complete" and manifest["outputs"] == []
     assert manifest["skipped"] == "no eval arm decodes its model (`eval { arms sft_only }` names no `craft`)"
     assert json.loads((tmp_path / "run/run.json").read_text())["steps"][-1]["status"] == "skipped"
+    from runtime.report.training import step_wall_times, wall_time_line      # the report says so too
+    assert "grpo skipped" in wall_time_line(step_wall_times(tmp_path / "run"))
     # The arms are an input of the grpo step: a plan that decodes craft does not reuse the skip.
     with_craft = _plan_with({"eval": EvalSpec(arms=("craft", "sft_only"))}, {})
     without = _plan_with({"eval": EvalSpec(arms=("sft_only",))}, {})
