@@ -226,7 +226,7 @@ def _trained_lengths(lengths: list[int], trl_kwargs: dict, overrides: dict, per_
 
     settings = {**trl_kwargs, **overrides}
     steps = settings["max_steps"]
-    seed = settings["data_seed"] if settings.get("data_seed") is not None else settings.get("seed", 42)
+    seed = settings["data_seed"] if settings.get("data_seed") is not None else settings["seed"]   # the plan writes both
     rows = None if stage.question_dropout else rows_reached(len(lengths), steps, per_step, seed)
     return (lengths, None) if rows is None else ([lengths[i] for i in rows], len(lengths))
 
