@@ -734,7 +734,7 @@ class GRPOStage(StageBase):
     kind: Literal["grpo"] = "grpo"
     group: int = Field(4, ge=2, description="grpo: generations per prompt")
     max_turns: int = Field(3, ge=1, le=64, description="grpo: agent turns per rollout")
-    max_new_tokens: int = Field(256, ge=1, description="grpo: tokens per generated turn")
+    max_new_tokens: int = Field(256, ge=1, description="grpo: tokens per model call, in rollouts and in eval; both warn when answers the model trained on are longer (runtime.agent.answer_room)")
     temperature: float = Field(1.0, gt=0, le=5, description="grpo: sampling temperature")
     beta: float = Field(0.0, ge=0, description="grpo: KL coefficient")
     clip: float = Field(0.2, gt=0, le=1, description="grpo: clipping range of the policy ratio (TRL's "

@@ -131,6 +131,7 @@ class ModelCall:
     discovery_calls: int = 0
     resampled: bool = False             # greedy decoding repeated failed code, so this call was
                                         # decoded again, sampled (`eval { repeat_temperature }`)
+    cut_off: bool = False               # generation stopped at max_new_tokens before the call's end
 
 
 @dataclass

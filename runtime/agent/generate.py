@@ -27,6 +27,7 @@ class Generation:
     prompt_ids: list[int] = field(default_factory=list)
     completion_ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
+    cut_off: bool = False       # it stopped at max_new_tokens, not at its end-of-turn token
 
 
 def chosen_logprobs(scores, tokens):
@@ -149,7 +150,8 @@ class HFGenerator:
                 completion = completion[: completion.index(tok.eos_token_id) + 1]
             lp = logps[row, :len(completion)].tolist() if logps is not None else []
             text = tok.decode(completion, skip_special_tokens=True)
-            results.append(Generation(text, len(ids), list(ids), completion, lp))
+            cut_off = tok.eos_token_id not in completion and len(completion) >= self.max_new_tokens
+            results.append(Generation(text, len(ids), list(ids), completion, lp, cut_off))
         return results
 
     def _shared_prefix_cache(self, prompts: list[list[int]]):
@@ -334,5 +336,5 @@ class VLLMGenerator:
             completion = list(sample.token_ids)
             logps = [float(step[token].logprob) for step, token in zip(sample.logprobs or [], completion)]
             results.append(Generation(self.tokenizer.decode(completion, skip_special_tokens=True), len(ids),
-                                      list(ids), completion, logps))
+                                      list(ids), completion, logps, sample.finish_reason == "length"))
         return results

@@ -218,7 +218,7 @@ def _generate_step(runs, active, generate, fmt, max_turns, wording, on_generatio
             on_generation(i, run.turn_no, gen)
         parsed = parse_turn(gen.text, fmt)
         call = ModelCall(gen.input_tokens, gen.text, parsed.think, parsed.plan, parsed.code,
-                         parsed.answer, parsed.complete, resampled=i in resampled)
+                         parsed.answer, parsed.complete, resampled=i in resampled, cut_off=gen.cut_off)
         run.messages.append({"role": "assistant", "content": gen.text})
         if run.answering:
             _finish_answer(run, call, wording)

@@ -18,7 +18,7 @@ from runtime.agent import Episode, UserTurn
 from runtime.eval.stats import clustered_mean, minimum_detectable_difference, paired_clustered_difference
 
 __all__ = ["METRICS", "PER_INSTANCE", "PER_TURN", "discovery_loops", "turn_passed", "scored_turns", "turn_scores",
-           "paired_metric", "instance_values", "metric_values", "per_workflow", "repair_counts", "summarise",
+           "cut_off_counts", "cut_off_line", "paired_metric", "instance_values", "metric_values", "per_workflow", "repair_counts", "summarise",
            "no_value_reason"]
 
 
@@ -320,3 +320,29 @@ def repair_counts(episodes: list[Episode]) -> dict[str, int]:
                 resampled += call.resampled
     counts = {"repairs": repairs, "same_code": same, "ran": ran}
     return {**counts, "resampled": resampled} if resampled else counts
+
+
+def cut_off_counts(episodes: list[Episode]) -> dict[str, int]:
+    """How many model calls of the scored turns stopped at ``max_new_tokens`` before their
+    end-of-turn token: ``{calls, cut_off}``. A call cut inside its ``<CODE>`` block writes
+    code that does not run, which the failure classes count as an execution error.
+
+    Example:
+        >>> from runtime.agent import ModelCall
+        >>> cut_off_counts([Episode("i", turns=[UserTurn(0, "?", [ModelCall(9, "", cut_off=True), ModelCall(9, "")])])])
+        {'calls': 2, 'cut_off': 1}
+    """
+    calls = [call for episode in episodes for turn in scored_turns(episode) for call in turn.calls]
+    return {"calls": len(calls), "cut_off": sum(call.cut_off for call in calls)}
+
+
+def cut_off_line(counts: dict[str, int], limit: int | None) -> str:
+    """The console and report sentence for calls cut at ``max_new_tokens``.
+
+    >>> cut_off_line({"calls": 92, "cut_off": 27}, 384)
+    '27 of its 92 model calls (29%) stopped at max_new_tokens 384 before their end, code cut there does not run; if the trained answers are that long, raise `max_new_tokens` in the grpo stage (eval decodes with it too)'
+    """
+    at = f"max_new_tokens {limit}" if limit else "max_new_tokens"
+    return (f"{counts['cut_off']} of its {counts['calls']} model calls ({100 * counts['cut_off'] / counts['calls']:.0f}%) "
+            f"stopped at {at} before their end, code cut there does not run; if the trained answers are that long, "
+            "raise `max_new_tokens` in the grpo stage (eval decodes with it too)")

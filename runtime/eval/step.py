@@ -34,7 +34,7 @@ from runtime.agent import AgentTask, HFGenerator, TurnWording, run_episodes
 from runtime.eval.arm_files import finished_arm, write_arm
 from runtime.eval.failures import ReferenceCatalog, classify_episode, failure_summary
 from runtime.eval.coverage import not_evaluated
-from runtime.eval.metrics import per_workflow, summarise
+from runtime.eval.metrics import cut_off_counts, cut_off_line, per_workflow, summarise
 from runtime.eval.processes import decode_side_by_side
 from runtime.eval.progress import ArmProgress
 from runtime.eval.scoring import score_episode
@@ -408,6 +408,31 @@ def decode_arm(ctx, inputs: EvalInputs, arm: str, sandbox, references: dict, exc
     return episodes
 
 
+def trained_answer_room(ctx, inputs: EvalInputs) -> dict[str, dict]:
+    """``max_new_tokens`` against the answers each arm's SFT data holds, in the arm's tokens
+    (runtime.agent.answer_room): ``{arm: room}``, each short one said on the console before
+    any arm decodes. An arm whose dataset is not on disk is left out."""
+    from transformers import AutoTokenizer
+
+    from runtime.agent.answer_room import answer_room, room_warning, trained_answer_lengths
+    from runtime.layout import DATASET_DIR, SFT_ARMS
+
+    rooms, seen = {}, {}
+    for arm in ctx.plan.recipe.eval.arms:
+        mode = SFT_ARMS[EVAL_ARM_MODELS[arm][0]]
+        dataset = ctx.input(DATASET_DIR) / mode
+        if not dataset.is_dir():
+            continue
+        if mode not in seen:            # craft and sft_only trained on the same answers
+            tokenizer = AutoTokenizer.from_pretrained(arm_model(ctx, arm))
+            seen[mode] = answer_room(trained_answer_lengths(dataset, tokenizer), inputs.max_new_tokens)
+            warning = room_warning(seen[mode], f"answers the {mode} SFT data holds")
+            if warning:
+                ctx.console.print(f"[yellow]![/] eval: {warning}")
+        rooms[arm] = seen[mode]
+    return rooms
+
+
 def _finished(ctx, inputs: EvalInputs) -> dict[str, list]:
     """The episodes of each arm an interrupted run of this step finished, read once."""
     ids = [t.id for t in inputs.tasks]
@@ -444,7 +469,8 @@ def run_eval(ctx):
         ctx.console.print(f"eval: every arm decodes with `copy_bias {recipe.eval.copy_bias:g}` (the asked words' "
                           "logits raised; docs/evaluation.md, \"Copy bias\")")
     tasks, split = inputs.tasks, inputs.split
-    results, by_workflow, failures = {}, {}, {}
+    rooms = trained_answer_room(ctx, inputs)
+    results, by_workflow, failures, cut_off = {}, {}, {}, {}
     with eval_sandbox(ctx, tasks) as sandbox:
         references = reference_frames(tasks, sandbox)
         excluded = exclusions(tasks, references)
@@ -460,12 +486,17 @@ def run_eval(ctx):
                                   decoded_elsewhere=arm in elsewhere, read_back=finished.get(arm))
             results[arm] = split_summaries(episodes, ctx.seed)
             by_workflow[arm], failures[arm] = per_workflow(episodes), failure_summary(episodes)
+            cut_off[arm] = cut_off_counts(episodes)
+            if cut_off[arm]["cut_off"]:
+                ctx.console.print(f"[yellow]![/] eval: arm {arm}: {cut_off_line(cut_off[arm], inputs.max_new_tokens)}")
     report = {"arms": list(recipe.eval.arms), "instances": len(tasks), "results": results,
               "split": {"name": split, "instances": len(tasks), "turns": turns, "scored_turns": turns - len(excluded),
                         "clusters": "instance",
                         "excluded": [{"instance_id": k[0], "turn": k[1] + 1, "reason": v}
                                      for k, v in sorted(excluded.items())]},
               "per_workflow": by_workflow, "failures": failures,
+              # How the calls fit in the tokens they were given, and how the trained answers do.
+              "max_new_tokens": inputs.max_new_tokens, "cut_off": cut_off, "answer_room": rooms,
               "prompts": inputs.builder["eval_arms"],
               "stuffed_training": "sft step, the same stage settings on dataset/stuffed"}
     if inputs.limited is not None:

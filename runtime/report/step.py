@@ -10,7 +10,7 @@ from runtime.report.plots import plot_metric_bars, plot_training_curves
 from runtime.agent import Episode
 from runtime.agent.history import what_is_kept
 from runtime.eval.arm_files import arm_file, read_arm
-from runtime.eval.metrics import instance_values, repair_counts
+from runtime.eval.metrics import cut_off_counts, cut_off_line, instance_values, repair_counts
 from runtime.eval.stats import paired_difference, paired_ratio
 from runtime.eval.coverage import without_training_data
 from runtime.layout import FUNNEL_JSON, GRPO_SUMMARY
@@ -126,6 +126,9 @@ def build_report(eval_json: dict, run_dir: Path | None = None, replicates: int =
         report["failures"] = eval_json["failures"]
     if episodes:                        # what each arm did after its code failed
         report["repairs"] = {arm: repair_counts(eps) for arm, eps in episodes.items()}
+        cut = {arm: cut_off_counts(eps) for arm, eps in episodes.items()}
+        if any(c["cut_off"] for c in cut.values()):     # calls that stopped at max_new_tokens
+            report["cut_off"] = {"max_new_tokens": eval_json.get("max_new_tokens"), "arms": cut}
     if "general" in eval_json:          # eval { general ... }: lm-eval changes against the base
         report["general"] = eval_json["general"]
     summary = GRPO_SUMMARY.under(run_dir) if run_dir else None
@@ -147,6 +150,10 @@ def build_report(eval_json: dict, run_dir: Path | None = None, replicates: int =
     # Why the comparison may not mean what it seems: report.md opens with them, the step prints them.
     report["read_with_care"] = [w for w in (nothing_passed(tables["all"]), undertrained_baseline(training, tables["all"]))
                                 if w] if "all" in tables else []
+    if "cut_off" in report:             # answers cut mid-code cannot pass, whatever the model learned
+        limit = report["cut_off"]["max_new_tokens"]
+        report["read_with_care"] += [f"in {arm}, {cut_off_line(c, limit)}"
+                                     for arm, c in report["cut_off"]["arms"].items() if c["cut_off"]]
     return report
 
 

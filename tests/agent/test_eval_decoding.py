@@ -55,6 +55,19 @@ def test_eval_generator_writes_the_tokens_of_plain_greedy_generate(model_and_tok
     assert [g.completion_ids for g in ours] == plain_greedy(model, tok, [g.prompt_ids for g in ours], 12)
 
 
+def test_a_call_that_stops_at_max_new_tokens_is_marked_cut_off(model_and_tok):
+    model, tok = model_and_tok
+    asks = [[{"role": "user", "content": q}] for q in ASKS]
+    # The fixture's end-of-turn token is never written: every row runs to the limit.
+    assert all(g.cut_off for g in HFGenerator(model, tok, max_new_tokens=6, batch_size=3, logprobs=False)(asks))
+    # A row that writes it before the limit ended by itself.
+    first = HFGenerator(model, tok, max_new_tokens=6, batch_size=3, logprobs=False)(asks)[0]
+    tok = copy.deepcopy(tok)
+    tok.eos_token = tok.convert_ids_to_tokens(first.completion_ids[0])
+    ended = HFGenerator(model, tok, max_new_tokens=6, batch_size=3, logprobs=False)(asks)[0]
+    assert ended.completion_ids == first.completion_ids[:1] and not ended.cut_off
+
+
 def test_leaving_out_log_probs_changes_no_token_with_a_kept_shared_prefix(model_and_tok):
     model, tok = model_and_tok
     asks = [[{"role": "system", "content": SYSTEM}, {"role": "user", "content": q}] for q in ASKS]

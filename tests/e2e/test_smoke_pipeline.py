@@ -55,6 +55,12 @@ def test_the_run_dir_holds_the_funnel_masking_proof_and_report(smoke_run):
     # the recipe decodes with `copy_bias 2` in float32.
     decoded = json.loads((run_dir / "eval/eval.json").read_text())
     assert decoded["copy_bias"] == 2 and "precision" not in decoded
+    # The smoke profile decodes 48 tokens a call, shorter than most answers it trained on: eval.json
+    # says how many trained answers do not fit and how many calls were cut, and the report warns.
+    assert decoded["max_new_tokens"] == 48 and decoded["answer_room"]["craft"]["longer"] > 0
+    assert decoded["answer_room"]["craft"] == decoded["answer_room"]["sft_only"]
+    assert all(decoded["cut_off"][arm]["cut_off"] > 0 for arm in ("craft", "stuffed"))
+    assert any(w.startswith("in craft, ") and "stopped at max_new_tokens 48" in w for w in report["read_with_care"])
 
 
 def test_the_stripped_prompt_costs_a_fraction_of_the_stuffed_one(smoke_run):

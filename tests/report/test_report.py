@@ -229,6 +229,35 @@ def test_repairs_count_what_the_agent_did_after_its_code_failed(tmp_path):
     assert "sampled at temperature 0.7, and the sample ran (`eval { repeat_temperature 0.7 }`" in md
 
 
+def test_calls_cut_at_max_new_tokens_are_read_with_care(tmp_path):
+    """A call that stopped at max_new_tokens wrote code cut mid-block: the report counts them per
+    arm and says so above its tables, naming the limit eval decoded with."""
+    from runtime.agent import Episode, ExecRecord, ModelCall, UserTurn
+    from runtime.report.step import build_report, render_markdown
+
+    def call(cut):
+        return ModelCall(9, "", code="q(", exec=ExecRecord(ok=False, error_type="SyntaxError"),
+                         tool_message="SyntaxError", cut_off=cut)
+
+    (tmp_path / "eval/episodes").mkdir(parents=True)
+    for arm, calls in {"craft": [call(True), call(True), call(False)], "stuffed": [call(False)]}.items():
+        episode = Episode("i0", "w", "new_values", arm, [UserTurn(0, "q", calls)])
+        (tmp_path / f"eval/episodes/{arm}.jsonl").write_text(json.dumps(episode.to_dict()) + "\n")
+    evaluated = {**EVAL, "arms": ["craft", "stuffed"], "max_new_tokens": 384,
+                 "results": {a: EVAL["results"][a] for a in ("craft", "stuffed")}}
+    report = build_report(evaluated, tmp_path)
+    assert report["cut_off"] == {"max_new_tokens": 384, "arms": {"craft": {"calls": 3, "cut_off": 2},
+                                                                  "stuffed": {"calls": 1, "cut_off": 0}}}
+    [warning] = report["read_with_care"]
+    assert warning.startswith("in craft, 2 of its 3 model calls (67%) stopped at max_new_tokens 384")
+    assert "**Read with care:** in craft, 2 of its 3 model calls" in render_markdown(report)
+    # No call cut: nothing said.
+    (tmp_path / "eval/episodes/craft.jsonl").write_text(
+        json.dumps(Episode("i0", "w", "new_values", "craft", [UserTurn(0, "q", [call(False)])]).to_dict()) + "\n")
+    report = build_report(evaluated, tmp_path)
+    assert "cut_off" not in report and report["read_with_care"] == []
+
+
 def test_a_report_where_no_arm_passed_says_it_cannot_compare_them():
     """Every arm at 0% shows that the pipeline runs, not which arm is better: report.md says
     so above its tables (and the step's console, through the same function)."""

@@ -124,24 +124,25 @@ def outcome_sources(plays: dict[str, RolloutTask]) -> dict[str, int]:
 
 
 def completion_room(job: GRPOJob, tokenizer, tasks) -> dict:
-    """How the reference turns fit in ``max_new_tokens``, with a warning when most do not.
+    """How the reference turns fit in ``max_new_tokens``, with a warning when some do not.
 
-    A completion cut off mid-``<CODE>`` never runs, so its outcome reward is 0: with
-    a limit below most reference turns GRPO has little to learn from. (The smoke
-    profile does this on purpose, to stay fast; a real profile should not.)
+    A completion cut off mid-``<CODE>`` never runs, so its outcome reward is 0: a turn
+    whose reference does not fit teaches GRPO nothing (runtime.agent.answer_room). (The
+    smoke profile cuts most of them on purpose, to stay fast; a real profile should not.)
     """
     from craftc.ir import BlockFormat
+    from runtime.agent.answer_room import answer_room, room_warning
     from runtime.train.reference_turns import reference_turn_texts
 
     fmt = BlockFormat(**job.fmt)
     limit = job.stage["max_new_tokens"]
-    lengths = sorted(len(tokenizer(text, add_special_tokens=False)["input_ids"])
-                     for task in tasks for text in reference_turn_texts(task, fmt))
-    room = {"max_new_tokens": limit, "median_reference_tokens": lengths[len(lengths) // 2] if lengths else 0,
-            "longest_reference_tokens": lengths[-1] if lengths else 0,
-            "share_cut_off": round(sum(n > limit for n in lengths) / len(lengths), 4) if lengths else 0.0}
-    if room["median_reference_tokens"] > limit:
-        room["warning"] = (f"max_new_tokens {limit} is shorter than most reference turns (median "
-                           f"{room['median_reference_tokens']} tokens): completions are cut off before their CODE "
-                           f"block ends; raise `max_new_tokens` in the grpo stage to {room['longest_reference_tokens']}")
+    # Each with the end-of-turn token a completion writes after it.
+    counted = answer_room([len(tokenizer(text, add_special_tokens=False)["input_ids"]) + 1
+                           for task in tasks for text in reference_turn_texts(task, fmt)], limit)
+    room = {"max_new_tokens": limit, "median_reference_tokens": counted["median"],
+            "longest_reference_tokens": counted["longest"],
+            "share_cut_off": round(counted["longer"] / counted["answers"], 4) if counted["answers"] else 0.0}
+    warning = room_warning(counted, "reference turns of the rows")
+    if warning:
+        room["warning"] = warning
     return room
