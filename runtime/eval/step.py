@@ -411,11 +411,12 @@ def decode_arm(ctx, inputs: EvalInputs, arm: str, sandbox, references: dict, exc
 def trained_answer_room(ctx, inputs: EvalInputs) -> dict[str, dict]:
     """``max_new_tokens`` against the answers each arm's SFT data holds, in the arm's tokens
     (runtime.agent.answer_room): ``{arm: room}``, each short one said on the console before
-    any arm decodes. An arm whose dataset is not on disk is left out."""
+    any arm decodes. An arm whose dataset or model is not on disk is left out."""
     from transformers import AutoTokenizer
 
     from runtime.agent.answer_room import answer_room, room_warning, trained_answer_lengths
     from runtime.layout import DATASET_DIR, SFT_ARMS
+    from runtime.step_context import StepError
 
     rooms, seen = {}, {}
     for arm in ctx.plan.recipe.eval.arms:
@@ -424,7 +425,10 @@ def trained_answer_room(ctx, inputs: EvalInputs) -> dict[str, dict]:
         if not dataset.is_dir():
             continue
         if mode not in seen:            # craft and sft_only trained on the same answers
-            tokenizer = AutoTokenizer.from_pretrained(arm_model(ctx, arm))
+            try:
+                tokenizer = AutoTokenizer.from_pretrained(arm_model(ctx, arm))
+            except (StepError, OSError):
+                continue                # no model to read: the arm's decode says what is missing
             seen[mode] = answer_room(trained_answer_lengths(dataset, tokenizer), inputs.max_new_tokens)
             warning = room_warning(seen[mode], f"answers the {mode} SFT data holds")
             if warning:

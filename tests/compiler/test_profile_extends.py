@@ -102,8 +102,9 @@ def test_the_formatter_keeps_extends():
 
 def test_the_ads_recipes_dev_profiles_say_only_what_they_change():
     """The pretrained dev variants extend `pretrained`: model, LoRA and GRPO come from it, but for the
-    two rounds of dynamic sampling and the 2 measured rows they were measured with (`pretrained` has
-    neither), and one eval process (`pretrained` decodes its arms in two)."""
+    two rounds of dynamic sampling, the 2 measured rows and the 384 tokens a call they were measured
+    with (`pretrained` has neither and decodes 576), and one eval process (`pretrained` decodes its
+    arms in two)."""
     path = ROOT / "recipes/ads_analytics.craft"
     base = load_recipe(path, profile="pretrained").recipe
     steps = load_recipe(path, profile="pretrained_dev_steps_256").recipe
@@ -113,7 +114,9 @@ def test_the_ads_recipes_dev_profiles_say_only_what_they_change():
     assert steps.models == base.models
     assert (base.stages[1].dynamic_sampling, steps.stages[1].dynamic_sampling) == (0, 2)
     assert (base.stages[1].measure, steps.stages[1].measure, steps.stages[1].measure_every) == (0, 2, 4)
-    assert steps.stages[1].model_copy(update={"dynamic_sampling": 0, "measure": 0, "measure_every": 0}) == base.stages[1]
+    assert (base.stages[1].max_new_tokens, steps.stages[1].max_new_tokens) == (576, 384)
+    assert steps.stages[1].model_copy(update={"dynamic_sampling": 0, "measure": 0, "measure_every": 0,
+                                              "max_new_tokens": 576}) == base.stages[1]
     assert (base.eval.processes, steps.eval.processes) == (2, 1)
     assert (steps.stages[0].steps, steps.eval.split, steps.eval.arms) == (256, "dev", ("craft", "sft_only"))
     assert steps.stages[0].lora == base.stages[0].lora is not None
